@@ -8,3 +8,4 @@ from .dice import *
 from .instances import *
 from .ap import *
 from .ct import *
+from .data import *
