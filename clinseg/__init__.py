@@ -9,3 +9,4 @@ from .instances import *
 from .ap import *
 from .ct import *
 from .data import *
+from .submissions import *
