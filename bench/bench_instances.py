@@ -86,11 +86,14 @@ def bench_iou(rows):
     t_lab, (iou_lab, _, _) = best_of(lambda: iou_matrix(truth, pred))
     t_run, (iou_run, _, _) = best_of(lambda: iou_matrix(t_runs, p_runs))
     t_l2r, _ = best_of(lambda: label_to_runs(truth, "F"))
+    t_e2e, _ = best_of(lambda: cocomask.iou(encode(pred, p_ids), encode(truth, t_ids), [0] * len(t_ids)), 1)
     diff = max(np.abs(coco.T - iou_lab).max(), np.abs(iou_run - iou_lab).max())
     print(f"IoU 300 x 300 on 1024 x 1024: {int((iou_lab > 0).sum())} overlapping pairs; largest difference from pycocotools: {diff:.1e}")
     rows += [("IoU 300x300, 1024^2: pycocotools.mask.iou on COCO RLE", t_coco, None),
              ("IoU 300x300, 1024^2: clinseg iou_matrix on label images", t_lab, t_coco / t_lab),
              ("IoU 300x300, 1024^2: clinseg iou_matrix on runs", t_run, t_coco / t_run),
+             ("IoU 300x300 from label images: pycocotools encode (one per object) + iou", t_e2e, None),
+             ("IoU 300x300 from label images: clinseg iou_matrix", t_lab, t_e2e / t_lab),
              ("all 300 objects to RLE: pycocotools.mask.encode, one per object", t_enc, None),
              ("all 300 objects to runs: clinseg label_to_runs, one pass", t_l2r, t_enc / t_l2r)]
 
