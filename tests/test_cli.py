@@ -1,0 +1,105 @@
+"""The `clinseg` command line as a real subprocess: exit codes, one-line errors, no tracebacks, no overwrites."""
+import json, subprocess, sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clinseg.submissions import write_dsb, write_solution
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def clinseg(*args, cwd=None):
+    "Run `python -m clinseg.cli *args`; returns the CompletedProcess (text)"
+    return subprocess.run([sys.executable, "-m", "clinseg.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    ids = [f"{k:064x}" for k in range(3)]
+    truth = {i: np.zeros((20, 30), np.int32) for i in ids}
+    for k, i in enumerate(ids):
+        truth[i][2 + k:8 + k, 3:9] = 1
+        truth[i][12:15, 10 + k:20] = 2
+    write_solution(tmp / "solution.csv", truth, "dsb2018")
+    write_dsb(tmp / "good.csv", truth)
+    (tmp / "bad.csv").write_text(f"ImageId,EncodedPixels\n{ids[0]},5 3 7 2\n{ids[1]}, 1 1\n{ids[1]},900 2\nxyz,1 1\n")
+    return tmp
+
+
+def test_validate_clean(files):
+    r = clinseg("validate", "--competition", "dsb2018", files / "good.csv", "--solution", files / "solution.csv")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("ok: 6 rows, 0 errors, 0 warnings") and r.stderr == ""
+
+
+def test_validate_lists_every_problem(files):
+    r = clinseg("validate", "-c", "dsb2018", files / "bad.csv", "--solution", files / "solution.csv")
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert "Traceback" not in r.stderr and all(l.startswith("clinseg: ") for l in lines)
+    for row, text in [(2, "overlaps pair 0"), (3, "leading space"), (4, "beyond the 20x30 image"), (5, "is not a valid ImageId")]:
+        field = "ImageId" if row == 5 else "EncodedPixels"
+        assert any(l.startswith(f"clinseg: error: {files / 'bad.csv'}: row {row}: field {field}: ") and text in l for l in lines), (row, r.stderr)
+
+
+def test_score_text_json_and_table(files, tmp_path):
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv")
+    assert (r.returncode, r.stdout) == (0, "score 1.000000\npublic 1.000000\n")
+    table = tmp_path / "per_image.csv"
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv", "--json", "--per-image", table, "--jobs", "2")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["score"] == 1.0 and len(table.read_text().splitlines()) == 4
+    before = table.read_text()
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv", "--per-image", table)
+    assert r.returncode == 1 and r.stderr == f"clinseg: error: {table}: already exists (use --force to replace it)\n"
+    assert table.read_text() == before
+    assert clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv", "--per-image", table, "--force").returncode == 0
+
+
+def test_score_refuses_invalid_submission(files):
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "bad.csv")
+    assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.count("clinseg: error: ") >= 4
+
+
+def test_errors_are_one_line(files, tmp_path):
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", tmp_path / "nope.csv")
+    assert (r.returncode, r.stderr) == (1, f"clinseg: error: {tmp_path / 'nope.csv'}: no such file or directory\n")
+    r = clinseg("validate", "-c", "neopolyp", files / "good.csv")   # a DSB file read as NeoPolyp: header problems
+    assert r.returncode == 1 and "row 1: 'ImageId,EncodedPixels' is not the header Id,Expected" in r.stderr
+    r = clinseg("score", "-c", "nope", files / "solution.csv", files / "good.csv")
+    assert r.returncode == 2 and "invalid choice" in r.stderr and "Traceback" not in r.stderr
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "4 1 13 1", "-o", tmp_path / "m.png")
+    assert (r.returncode, r.stderr) == (1, "clinseg: error: the string: pair 1: start 13 is beyond the 3x4 image (12 pixels)\n")
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "3by4", "4 1", "-o", tmp_path / "m.png")
+    assert r.returncode == 1 and "--shape '3by4'" in r.stderr
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_encode_decode_round_trip(tmp_path):
+    from PIL import Image
+    mask = np.zeros((3, 4), np.uint8); mask[0, 1:3] = 255; mask[2, 3] = 255
+    Image.fromarray(mask).save(tmp_path / "toy.png")
+    for conv, golden in [("dsb2018", "4 1 7 1 12 1"), ("neopolyp", "2 2 12 1"), ("wad2018", "1 2|11 1|")]:
+        r = clinseg("encode", "-c", conv, tmp_path / "toy.png", "--quiet")
+        assert (r.returncode, r.stdout) == (0, golden + "\n")
+    (tmp_path / "rle.txt").write_text("4 1 7 1 12 1\r\n")
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "--input", tmp_path / "rle.txt", "-o", tmp_path / "back.png")
+    assert r.returncode == 0, r.stderr
+    assert (np.array(Image.open(tmp_path / "back.png")) == mask).all()
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "4 1", "-o", tmp_path / "back.png")
+    assert r.returncode == 1 and "already exists" in r.stderr
+
+
+def test_real_dsb_solution_and_neopolyp_sample():
+    if not DATA.exists(): pytest.skip(f"{DATA} is absent")
+    sol = DATA / "dsb2018" / "stage1_solution.csv"
+    r = clinseg("score", "-c", "dsb2018", sol, sol, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["score"] == 1.0 and out["public"] == 1.0 and out["items"] == 65
+    r = clinseg("validate", "-c", "neopolyp", DATA / "neopolyp" / "sample_submission.csv")
+    assert r.returncode == 0 and "ok: 400 rows, 0 errors" in r.stdout
