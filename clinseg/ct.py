@@ -254,7 +254,7 @@ def describe_affine(affine, # 4x4 voxel -> RAS mm
     "Each voxel axis of a NIfTI affine in words: size, voxel size, and the direction it points to"
     import nibabel as nib
     codes = nib.aff2axcodes(affine)
-    names = dict(L="left", R="right", A="anterior", P="posterior", S="superior (head)", I="inferior (feet)")
+    names = dict(L="left", R="right", A="anterior", P="posterior", S="superior, the head", I="inferior, the feet")
     m = np.asarray(affine, float)[:3, :3]
     lines = []
     for a in range(3):
@@ -286,7 +286,7 @@ class NiftiLabel:
     def __repr__(self):
         values, counts = np.unique(self.data, return_counts=True)
         vals = ", ".join(f"{v}: {c:,}" for v, c in zip(values[:6], counts[:6])) + (" ..." if values.size > 6 else "")
-        return (f"NiftiLabel({'×'.join(map(str, self.shape))} {self.data.dtype}, axes {''.join(self.axcodes)}, voxels {{{vals}}})\n"
+        return (f"NiftiLabel({'×'.join(map(str, self.shape))} {self.data.dtype}, voxel axes toward {', '.join(self.axcodes)}, values {{{vals}}})\n"
                 + describe_affine(self.affine, self.shape))
 
 def read_nifti_label(path, # a .nii or .nii.gz label file
