@@ -321,24 +321,26 @@ def _signed_permutation(m, tol):
     return p if ok else None
 
 # %% ../nbs/05_ct.ipynb #f3c185fd
-def _mismatch(lab_affine, shape, affine):
+def _mismatch(lab_affine, affine, drift):
     "Words for how a label grid differs from the CT's when no axis permutation maps one onto the other"
     lab_mm, ct_mm = np.linalg.norm(lab_affine[:3, :3], axis=0), np.linalg.norm(affine[:3, :3], axis=0)
     lab_dirs = _LPS_TO_RAS[:3, :3] @ (lab_affine[:3, :3] / lab_mm)   # label axes in LPS, unit length
-    cos = (affine[:3, :3] / ct_mm).T @ lab_dirs                         # cosines between CT axes (rows) and label axes
+    cos = np.abs((affine[:3, :3] / ct_mm).T @ lab_dirs)                # cosines between CT axes (rows) and label axes
     hint = " (was it saved with np.eye(4) as its affine? save it with the CT's `nifti_affine`)" if np.allclose(lab_affine, np.eye(4)) else ""
-    if _signed_permutation(cos, 1e-3) is None:
-        angle = np.degrees(np.arccos(np.abs(cos).max(1).clip(0, 1).min()))
-        return f"axes are rotated: a CT axis is {angle:.2f}° away from the nearest label axis{hint}"
+    far = f" (voxels up to {drift:.3g} voxels off)" if drift is not None else ""
     names = ("slices", "rows", "columns")
-    diffs = [f"label axis {'ijk'[b]} has {lab_mm[b]:.4g} mm voxels along the CT's {names[a]} ({ct_mm[a]:.4g} mm)"
-             for a, b in enumerate(np.abs(cos).argmax(1)) if abs(lab_mm[b] - ct_mm[a]) > 1e-3 * ct_mm[a]]
-    return "voxel sizes differ: " + "; ".join(diffs) + f": the label is on another grid{hint}"
+    match = cos.argmax(1)
+    diffs = [f"label axis {'ijk'[b]} has {lab_mm[b]:.6g} mm voxels along the CT's {names[a]} ({ct_mm[a]:.6g} mm)"
+             for a, b in enumerate(match) if abs(lab_mm[b] - ct_mm[a]) > 1e-6 * ct_mm[a]]
+    if len(set(match.tolist())) == 3 and diffs:
+        return "voxel sizes differ: " + "; ".join(diffs) + f"{far}: the label is on another grid{hint}"
+    angle = np.degrees(np.arccos(cos.max(1).clip(0, 1).min()))
+    return f"axes are rotated: a CT axis is {angle:.3g}° away from the nearest label axis{far}{hint}"
 
 # %% ../nbs/05_ct.ipynb #2b655dd2
 def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a NIfTI file
                 series,          # the CTSeries whose voxel grid the label must be put on
-                tol=1e-3,        # allowed mismatch, in voxels
+                tol=0.01,        # largest allowed displacement of any voxel, in voxels
                 trust="affine",  # 'affine': use the label's affine; 'baseline': ignore it, assume (column, row, slice) as the course's baseline
                ) -> np.ndarray:  # the label on the series' voxels, axes (slice, row, column)
     "A NIfTI label on a CT series' voxel grid, by axis permutations and flips only; an error says how grids differ"
@@ -352,8 +354,9 @@ def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a
         return np.ascontiguousarray(data.transpose(2, 1, 0))
     if trust != "affine": raise ValueError(f"trust must be 'affine' or 'baseline', not {trust!r}")
     m = np.linalg.inv(_LPS_TO_RAS @ affine) @ label.affine  # label voxel -> CT voxel
-    p = _signed_permutation(m[:3, :3], tol)
-    if p is None: raise GridMismatchError(_mismatch(label.affine, shape, affine))
+    p = _signed_permutation(m[:3, :3], 0.5)  # the nearest signed permutation, if any
+    drift = None if p is None else float((np.abs(m[:3, :3] - p) @ (np.array(data.shape) - 1)).max())  # at the far corner
+    if p is None or drift > tol: raise GridMismatchError(_mismatch(label.affine, affine, drift))
     src = np.abs(p).argmax(1)               # CT axis a comes from label axis src[a]
     sign = p[np.arange(3), src]
     out = data.transpose(src)
