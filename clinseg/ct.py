@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 from .rle import *
+from .dice import dice
 
 # %% auto #0
 __all__ = ['GEOMETRY_TAGS', 'WINDOWS', 'HW2_SERIES_ORDER', 'DicomSeriesError', 'CTSeries', 'read_dicom_series', 'describe_affine',
@@ -523,10 +524,8 @@ def write_nifti_label(label,   # integer or boolean array on the series' voxels 
 
 # %% ../nbs/05_ct.ipynb #aae2ea1c
 def _dice(pred, truth):
-    "Dice of two boolean arrays; 1.0 when both are empty"
-    p, t = np.asarray(pred, bool), np.asarray(truth, bool)
-    total = int(p.sum()) + int(t.sum())
-    return 1.0 if total == 0 else 2.0 * int(np.logical_and(p, t).sum()) / total
+    "Dice of any-label-vs-background (labels may hold several classes); 1.0 when both are empty"
+    return dice(np.asarray(pred) != 0, np.asarray(truth) != 0)
 
 def _best_slice(hu, label):
     "The slice with most label voxels, else the middle one"
