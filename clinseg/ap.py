@@ -78,11 +78,6 @@ def _object_runs(obj, shape, order, what):
         return s, l
     raise TypeError(f"{what}: expected a boolean mask (2-D array) or runs (starts, lengths), not {type(obj).__name__}")
 
-def _label_objects(labels, order):
-    "Ids and runs of the objects of a label image (`label_to_runs`, with no stray entry when there is no object)"
-    ids, runs = label_to_runs(labels, order)
-    return ids, runs[:len(ids)]
-
 def _per_object(values, ids, name):
     "One value per object from a scalar, a dict keyed by id, or a sequence aligned with the objects"
     if values is None: return None
@@ -107,7 +102,7 @@ def image_truth(objects,      # label image (integers, 0 = background), or a lis
         if objects.dtype == bool or objects.dtype.kind not in "iu":
             raise TypeError(f"a label image must hold integers (0 = background), not {objects.dtype}: pass a list for boolean masks")
         shape = objects.shape
-        ids, runs = _label_objects(objects, order)
+        ids, runs = label_to_runs(objects, order)
     else:
         objects = list(objects)
         if shape is None:
@@ -140,7 +135,7 @@ def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG
     if a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: negative label value {a.min()}")
     if a.size and not a.all():   # label_to_runs treats 0 as nothing: WAD has no value 0, say so
         raise ValueError(f"{what}: label value 0 ({int(a.size - np.count_nonzero(a))} pixels) is neither background 255, ignore 65535 nor class*1000+k")
-    ids, runs = _label_objects(a, order)
+    ids, runs = label_to_runs(a, order)
     is_object = (ids >= 1000) & (ids < WAD_IGNORE)
     is_ignore = (ids == WAD_IGNORE) | np.isin(ids, WAD_GROUPS)
     bad = ~(is_object | is_ignore | (ids == WAD_BACKGROUND))
