@@ -1,15 +1,21 @@
 """Build the clinseg docs site offline, and README.md: `python docs/build.py` (repo root, inside the venv).
 
 1. Every notebook of `nbs/` is copied to `_proc/src/` (named as nbdev names its page: `01_rle.ipynb` -> `rle`) and
-   executed with execnb, as the tests run it: working directory = the notebook's folder, cells flagged with
-   settings.ini's `tst_flags` (`#| slow`, `#| notest`) skipped. A failing cell fails the build.
+   executed with execnb, as the tests run it: a fresh process per notebook (2 at a time), working directory = the
+   notebook's folder, cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`) skipped.
+   A failing cell fails the build, naming the notebook and the cell.
 2. nbdev's own docs processing (`nbdev.processors.FilterDefaults`, as `nbdev_proc_nbs` does): `show_doc`
-   signatures with their parameter comments, `#| hide`, export directives removed. Then the quarto cell
-   options nbdev leaves for quarto become myst-nb cell tags (`echo: false` -> `remove-input`, ...).
-3. Sphinx + myst-nb (no execution) + sphinx-book-theme write `_site/`; `README.md` is written from the
+   signatures with their parameter comments, `#| hide`, export directives removed. One change: show_doc is
+   rendered in the shell that ran the whole notebook, not in a second one (see `filter_in`). Then the quarto
+   cell options nbdev leaves for quarto become myst-nb cell tags (`echo: false` -> `remove-input`, ...), and
+   links to notebooks or to clinseg's API become links between the site's pages.
+3. Sphinx + myst-nb (no execution) + sphinx-book-theme write `_site/` (conf.py beside this file); math uses the
+   MathJax 2 of the `jupyter-server-mathjax` package, copied into the site. `README.md` is written from the
    processed `nbs/index.ipynb`.
-4. Checks: a page per notebook, the home page, every chapter's API signatures with their parameter comments,
-   no CDN URL in any page; exits non-zero with the reason otherwise.
+4. Checks: a page per notebook, the home page, search, every exported function or class documented, each
+   show_doc signature (with its parameter comments) present in its page, links between pages, and no URL that a
+   page would load from the network (widgets' JavaScript excepted: see `allowed_widget_js`). Exits non-zero
+   with the reason otherwise.
 
 Options: `--jobs N` notebooks executed at once (default 2), `--no-readme` to leave README.md alone.
 """
@@ -28,6 +34,11 @@ CELL_TIMEOUT = int(os.environ.get('CLINSEG_CELL_TIMEOUT', '600'))   # seconds fo
 
 
 class BuildError(Exception): "A reason to stop the build, with a message for the person who ran it"
+
+def _rel(p):
+    "`p` relative to the repository, for messages"
+    try: return Path(p).resolve().relative_to(ROOT).as_posix()
+    except ValueError: return str(p)
 
 
 # ---------------------------------------------------------------- which notebooks, which pages
@@ -92,11 +103,11 @@ def execute(nb, src, skip_flags):
             if 'nbdev_export' + '(' in code: continue
             if dirs.get('eval:', [''])[0].lower() == 'false' or set(skip_flags) & dirs.keys(): continue
             try: outs = shell.run(code)
-            except TimeoutError: raise BuildError(f'{src.name}, cell {i + 1}: did not finish in {CELL_TIMEOUT} s')
+            except TimeoutError: raise BuildError(f'{_rel(src)}, cell {i + 1}: did not finish in {CELL_TIMEOUT} s')
             cell.outputs = _dict2obj(outs)
             if shell.exc is not None:
                 tb = ''.join(next((o['traceback'] for o in outs if o['output_type'] == 'error'), [])) or repr(shell.exc)
-                raise BuildError(f'{src.name}, cell {i + 1} (counting every cell from 1) failed:\n'
+                raise BuildError(f'{_rel(src)}, cell {i + 1} (counting every cell from 1) failed:\n'
                                  f'--- cell source ---\n{cell.source}\n--- error ---\n{tb}')
     return shell
 
@@ -148,11 +159,14 @@ def process(nb, src, shell):
     from fastcore.xtras import working_directory
     with warnings.catch_warnings(record=True) as caught, working_directory(src.parent):
         warnings.simplefilter('always')
+        in_test = os.environ.get('IN_TEST')
         os.environ['IN_TEST'] = '1'            # as nbdev_proc_nbs runs the processors
         try: filter_in(shell)(nb)
-        except BuildError as e: raise BuildError(f"{src.name}: nbdev's docs processing failed: {e}")
-        except Exception as e: raise BuildError(f"{src.name}: nbdev's docs processing failed: {type(e).__name__}: {e}")
-        finally: del os.environ['IN_TEST']
+        except BuildError as e: raise BuildError(f"{_rel(src)}: nbdev's docs processing failed: {e}")
+        except Exception as e: raise BuildError(f"{_rel(src)}: nbdev's docs processing failed: {type(e).__name__}: {e}")
+        finally:
+            if in_test is None: del os.environ['IN_TEST']
+            else: os.environ['IN_TEST'] = in_test
     fm = frontmatter_cell(nb)
     for cell in nb.cells: quarto_to_tags(cell); tidy_outputs(cell)
     nb.cells = [c for c in nb.cells if not (c.cell_type == 'code' and 'remove-input' in c.metadata.get('tags', [])
@@ -249,9 +263,12 @@ def readme_text(nb, fm, src, nbs):
         if 'remove-output' in tags: continue
         for o in cell.get('outputs', []):
             data = o.get('data', {})
-            if o.get('output_type') == 'stream': text = ''.join(o['text'])
+            if o.get('output_type') == 'stream':          # stdout only: warnings are not for the README
+                if o.get('name') != 'stdout': continue
+                text = ''.join(o['text'])
             elif 'text/markdown' in data: parts.append(relink(''.join(data['text/markdown']).strip())); continue
-            elif 'text/plain' in data and WIDGET_VIEW not in data: text = ''.join(data['text/plain'])
+            elif any(k.startswith('image/') or k == WIDGET_VIEW for k in data): continue   # figures stay on the site
+            elif 'text/plain' in data: text = ''.join(data['text/plain'])
             else: continue
             if text.strip(): parts.append(f'```\n{text.rstrip()}\n```')
     return '\n\n'.join(parts) + '\n'
@@ -287,7 +304,7 @@ def build_notebook(job):
     except BuildError as e: return dict(ok=False, src=str(src), error=str(e))
     except Exception as e:
         import traceback
-        return dict(ok=False, src=str(src), error=f'{src.name}: {type(e).__name__}: {e}\n{traceback.format_exc()}')
+        return dict(ok=False, src=str(src), error=f'{_rel(src)}: {type(e).__name__}: {e}\n{traceback.format_exc()}')
 
 
 def run_worker(job):
@@ -299,7 +316,7 @@ def run_worker(job):
     res = subprocess.run([sys.executable, __file__, '--worker', str(job_file)], cwd=ROOT, capture_output=True, text=True)
     out = job_file.with_suffix('.out.json')
     if out.exists(): return json.loads(out.read_text(encoding='utf-8'))
-    return dict(ok=False, src=job['src'], error=f"{Path(job['src']).name}: the worker process died (exit {res.returncode}):\n"
+    return dict(ok=False, src=job['src'], error=f"{_rel(Path(job['src']))}: the worker process died (exit {res.returncode}):\n"
                                                   f"{res.stderr[-5000:]}")
 
 def worker_main(job_file):

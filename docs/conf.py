@@ -29,7 +29,7 @@ nb_render_markdown_format = 'myst'      # markdown outputs (show_doc, tables) re
 nb_merge_streams = True
 myst_enable_extensions = ['dollarmath', 'amsmath', 'attrs_block', 'attrs_inline', 'colon_fence', 'deflist']
 myst_all_links_external = True          # build.py has already turned notebook links into page links
-suppress_warnings = ['myst.header']     # show_doc outputs start at level 3 under a level-2 heading
+suppress_warnings = ['myst.header']     # a chapter may go from a level-2 heading to a level-4 one
 
 # --- theme
 html_theme = 'sphinx_book_theme'
