@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['CTPhantom', 'ct_phantom']
+__all__ = ['WAD_FRAME', 'WAD_COLOURS', 'CTPhantom', 'ct_phantom', 'DatasetError', 'DSBSample', 'read_dsb_sample',
+           'write_dsb_sample', 'DSBDataset', 'dsb_dataset', 'neopolyp_mask_labels', 'read_neopolyp_image',
+           'read_neopolyp_mask', 'synthetic_polyp_image', 'neopolyp_mask_rgb', 'NeoPolypDataset', 'neopolyp_dataset',
+           'read_wad_frame', 'wad_frame_rgb', 'WADDataset', 'wad_dataset']
 
 # %% ../nbs/06_data.ipynb #e375f071
 _CT_IMAGE_STORAGE = "1.2.840.10008.5.1.4.1.1.2"
@@ -247,3 +250,363 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     count = int(mask.sum())
     return CTPhantom(dicom_dir, label_path, files, str(uids["series"]), shape, tuple(spacing.tolist()), affine,
                      centroid_sum / max(count, 1), count, 25.0)
+
+# %% ../nbs/06_data.ipynb #394dd936
+import csv
+from .rle import encode, format_runs, mask_to_runs
+from .dice import neopolyp_classes
+from .instances import find_overlaps, label_to_runs, synthetic_nuclei
+from .ap import WAD_BACKGROUND, WAD_IGNORE, synthetic_scene
+
+# %% ../nbs/06_data.ipynb #ff81b9d2
+class DatasetError(ValueError):
+    "A dataset file that is missing or malformed; the message begins with the file's path"
+
+def _need(path, what):
+    "The path, or a `DatasetError` saying what is missing"
+    p = Path(path)
+    if not p.exists(): raise DatasetError(f"{p}: missing ({what})")
+    return p
+
+def _read_image(path, what) -> tuple[str, np.ndarray]:
+    "(PIL mode, pixels) of an image file; a `DatasetError` naming the file when it is missing, truncated or not an image"
+    from PIL import Image, UnidentifiedImageError
+    p = _need(path, what)
+    if p.is_dir(): raise DatasetError(f"{p}: is a folder, expected {what}")
+    try:
+        with Image.open(p) as im:
+            im.load()                      # decode now: a truncated file fails here, not later
+            return im.mode, np.array(im)
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise DatasetError(f"{p}: cannot be read as {what} ({type(e).__name__}: {e})") from None
+
+def _write_image(path, array, **kwargs):
+    from PIL import Image
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array).save(path, **kwargs)
+
+def _hex_id(*parts, n=64):
+    "A stable hex id (like the competitions' ids) from the parts"
+    return hashlib.sha256("-".join(map(str, parts)).encode()).hexdigest()[:n]
+
+# %% ../nbs/06_data.ipynb #3962a3df
+@dataclass(repr=False)
+class DSBSample:
+    "One DSB 2018 folder read back: the RGBA image, the instance labels and the overlapping masks found"
+    id: str                   # the image id (the folder's name)
+    image: np.ndarray         # (H, W, 4) uint8 RGBA as stored
+    labels: np.ndarray | None # int32 (H, W): 0 background, k the k-th mask file in name order; None without masks
+    mask_files: list          # the mask files, in label order
+    overlaps: list            # (mask file, mask file, shared pixels) of every overlapping pair (their pixels go to the first)
+
+    @property
+    def rgb(self) -> np.ndarray: return self.image[..., :3]
+    @property
+    def shape(self) -> tuple: return self.image.shape[:2]
+
+    def __repr__(self):
+        h, w = self.shape
+        n = "no masks" if self.labels is None else f"{len(self.mask_files)} nuclei"
+        return f"DSBSample({self.id[:12]}…, {h}×{w}, {n}, {len(self.overlaps)} overlapping pairs)"
+
+def _dsb_rgba(path):
+    mode, a = _read_image(path, "the sample's image (images/<id>.png)")
+    if mode == "RGBA" and a.ndim == 3: return a
+    if mode in ("RGB", "L", "LA", "P"):          # not DSB's format, but unambiguous: convert like PIL's convert("RGBA")
+        from PIL import Image
+        with Image.open(path) as im: return np.array(im.convert("RGBA"))
+    raise DatasetError(f"{path}: mode {mode!r} is not an 8-bit colour image (DSB images are RGBA PNGs)")
+
+def _dsb_mask(path, shape):
+    mode, a = _read_image(path, "a nucleus mask")
+    if a.ndim != 2: raise DatasetError(f"{path}: a mask must be one 8-bit channel (mode 'L'), this one is mode {mode!r} with shape {a.shape}")
+    if a.shape != shape: raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
+    values = np.unique(a)
+    if not (set(values.tolist()) <= {0, 255} or set(values.tolist()) <= {0, 1}):
+        raise DatasetError(f"{path}: not a binary mask: values {values[:6].tolist()}{' ...' if values.size > 6 else ''} (expected 0 and 255)")
+    if not values[-1]: raise DatasetError(f"{path}: the mask is empty (no nucleus pixel)")
+    return a > 0
+
+def read_dsb_sample(folder,        # a sample folder `<id>/` holding `images/<id>.png` and (training) `masks/*.png`
+                    masks="auto",  # True: masks required; False: image only; "auto": masks when `masks/` exists
+                   ) -> DSBSample:
+    "Read one DSB 2018 sample folder: RGBA image and instance label image, with overlapping masks reported"
+    folder = Path(folder)
+    if not folder.is_dir(): raise DatasetError(f"{folder}: missing (a DSB sample folder <id>/)")
+    image = _dsb_rgba(folder / "images" / f"{folder.name}.png")
+    mdir = folder / "masks"
+    if masks is False or (masks == "auto" and not mdir.exists()): return DSBSample(folder.name, image, None, [], [])
+    if not mdir.is_dir(): raise DatasetError(f"{mdir}: missing (one PNG per nucleus)")
+    files = sorted(mdir.glob("*.png"))
+    if not files: raise DatasetError(f"{mdir}: no mask PNG in this folder")
+    labels = np.zeros(image.shape[:2], np.int32)
+    runs = []
+    for k, f in enumerate(files, 1):            # one step per mask file, never per pixel
+        m = _dsb_mask(f, labels.shape)
+        runs.append(mask_to_runs(m))
+        labels[m & (labels == 0)] = k           # the first mask keeps shared pixels
+    i, j, shared = find_overlaps(runs)
+    return DSBSample(folder.name, image, labels, files, [(files[a], files[b], int(s)) for a, b, s in zip(i.tolist(), j.tolist(), shared.tolist())])
+
+# %% ../nbs/06_data.ipynb #6425cedf
+_DSB_SHAPES = ((256, 256), (256, 320), (260, 347))
+_DSB_STYLES = ("fluorescence", "histology")
+
+def _dsb_rgba_of(grey, style):
+    "RGBA uint8 image of a synthetic grey nuclei image (bright nuclei on dark) in a DSB style"
+    if style == "fluorescence": rgb = np.repeat(grey[..., None], 3, axis=-1)
+    elif style == "histology":
+        bg, nucleus = np.array([0.94, 0.80, 0.88], np.float32), np.array([0.33, 0.16, 0.50], np.float32)
+        rgb = bg + (nucleus - bg) * np.clip(grey[..., None] * 1.6, 0, 1)
+    else: raise ValueError(f"style must be one of {', '.join(_DSB_STYLES)}, not {style!r}")
+    out = np.full(grey.shape + (4,), 255, np.uint8)
+    out[..., :3] = np.round(np.clip(rgb, 0, 1) * 255)
+    return out
+
+def write_dsb_sample(folder,   # the split's folder (e.g. `stage1_train`): the sample goes to `folder/<id>/`
+                     image_id, # the image id
+                     image,    # (H, W, 4) uint8 RGBA image
+                     labels=None, # instance label image (0 background); None: no masks (a test folder)
+                    ) -> Path:    # the sample's folder
+    "Write one DSB 2018 sample folder: `images/<id>.png` and one binary PNG per nucleus in `masks/`"
+    d = Path(folder) / image_id
+    _write_image(d / "images" / f"{image_id}.png", np.asarray(image, np.uint8))
+    if labels is not None:
+        ids, runs = label_to_runs(np.asarray(labels))
+        for k in ids.tolist():
+            _write_image(d / "masks" / f"{_hex_id('mask', image_id, k)}.png", np.where(labels == k, 255, 0).astype(np.uint8))
+    return d
+
+@dataclass(repr=False)
+class DSBDataset:
+    "What `dsb_dataset` wrote, with the truth"
+    root: Path            # the dataset's folder
+    train_ids: list       # ids in `stage1_train/`
+    test_ids: list        # ids in `stage1_test/`
+    truth: dict           # id -> instance label image (training and test)
+    styles: dict          # id -> 'fluorescence' or 'histology'
+
+    @property
+    def train_dir(self): return self.root / "stage1_train"
+    @property
+    def test_dir(self): return self.root / "stage1_test"
+    @property
+    def solution(self): return self.root / "stage1_solution.csv"
+    @property
+    def sample_submission(self): return self.root / "stage1_sample_submission.csv"
+    def __repr__(self): return f"DSBDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+
+def dsb_dataset(folder,               # where to write the stage-1 layout
+                n_train=4,            # training images (with masks)
+                n_test=3,             # test images (truth in stage1_solution.csv)
+                shapes=_DSB_SHAPES,   # image sizes (height, width), used in turn
+                styles=_DSB_STYLES,   # image styles, used in turn: 'fluorescence', 'histology'
+                nuclei=25,            # nuclei per 256×256 (scaled with the area)
+                seed=0,               # random seed
+               ) -> DSBDataset:
+    "Write a small synthetic DSB 2018 stage-1 dataset in the competition's exact layout"
+    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    truth, style_of, ids = {}, {}, {"train": [], "test": []}
+    for k in range(n_train + n_test):
+        split = "train" if k < n_train else "test"
+        shape, style = tuple(shapes[k % len(shapes)]), styles[k % len(styles)]
+        i = _hex_id("clinseg-dsb", seed, k)
+        grey, labels = synthetic_nuclei(shape, max(1, round(nuclei * shape[0] * shape[1] / 65536)), seed=seed * 1000 + k)
+        write_dsb_sample(root / f"stage1_{split}", i, _dsb_rgba_of(grey, style), labels if split == "train" else None)
+        truth[i], style_of[i] = labels, style
+        ids[split].append(i)
+    def rows(split):
+        for i in ids[split]:
+            for s, l in label_to_runs(truth[i], "F")[1]: yield i, format_runs(s, l, "dsb2018"), truth[i].shape
+    with open(root / "stage1_train_labels.csv", "w", newline="") as f:
+        f.write("ImageId,EncodedPixels\n" + "".join(f"{i},{r}\n" for i, r, _ in rows("train")))
+    with open(root / "stage1_solution.csv", "w", newline="") as f:
+        f.write("ImageId,EncodedPixels,Height,Width,Usage\n" + "".join(f"{i},{r},{h},{w},Public\n" for i, r, (h, w) in rows("test")))
+    with open(root / "stage1_sample_submission.csv", "w", newline="") as f:
+        f.write("ImageId,EncodedPixels\r\n" + "".join(f"{i},1 1\r\n" for i in ids["test"]))
+    return DSBDataset(root, ids["train"], ids["test"], truth, style_of)
+
+# %% ../nbs/06_data.ipynb #a3274a6f
+_CHANNEL_ORDERS = ("RGB", "BGR")
+
+def neopolyp_mask_labels(mask,            # (H, W, 3) colour mask array
+                         channels="RGB",  # the array's channel order: 'RGB' (Pillow, imageio) or 'BGR' (OpenCV's imread)
+                         threshold=128,   # a channel counts as on above this value (absorbs JPEG noise)
+                        ) -> np.ndarray:  # uint8 class labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
+    "Class labels of a NeoPolyp colour mask array whose channel order is given explicitly"
+    if channels not in _CHANNEL_ORDERS: raise ValueError(f"channels must be 'RGB' or 'BGR', not {channels!r}")
+    a = np.asarray(mask)
+    if a.ndim == 3 and channels == "BGR": a = a[..., 2::-1]
+    return neopolyp_classes(a, threshold)
+
+def read_neopolyp_image(path, # a NeoPolyp image (`train/train/<id>.jpeg` or `test/test/<id>.jpeg`)
+                       ) -> np.ndarray: # (H, W, 3) uint8 RGB
+    "Read a NeoPolyp image as RGB"
+    mode, a = _read_image(path, "a NeoPolyp image")
+    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp images are RGB")
+    return a
+
+def read_neopolyp_mask(path,          # a NeoPolyp mask (`train_gt/train_gt/<id>.jpeg`)
+                       threshold=128, # channel threshold
+                       shape=None,    # the image's (H, W): checked when given
+                      ) -> np.ndarray:# uint8 class labels: 0 background, 1 neoplastic, 2 non-neoplastic
+    "Read a NeoPolyp RGB JPEG mask into a class label image (Pillow reads RGB: no channel swap needed)"
+    mode, a = _read_image(path, "a NeoPolyp mask")
+    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp masks are RGB colour images (red, green)")
+    if shape is not None and a.shape[:2] != tuple(shape):
+        raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
+    return neopolyp_mask_labels(a, "RGB", threshold)
+
+# %% ../nbs/06_data.ipynb #2086cf2a
+_NEOPOLYP_SHAPES = ((288, 384), (240, 320), (300, 360))
+_POLYP_TINT = {1: np.array([0.55, 0.28, 0.45], np.float32), 2: np.array([0.95, 0.80, 0.55], np.float32)}
+
+def _blob(shape, cy, cx, r, rng):
+    "An irregular blob: a disc whose radius varies with the angle"
+    yy, xx = np.ogrid[:shape[0], :shape[1]]
+    ang = np.arctan2(yy - cy, xx - cx)
+    wobble = 1 + sum(rng.uniform(0, 0.12) * np.cos(k * ang + rng.uniform(0, 2 * np.pi)) for k in (2, 3, 5))
+    return (yy - cy) ** 2 + (xx - cx) ** 2 <= (r * wobble) ** 2
+
+def synthetic_polyp_image(shape=(288, 384), # (height, width)
+                          n_polyps=2,       # polyps drawn (classes at random)
+                          seed=0,           # random seed
+                         ) -> tuple[np.ndarray, np.ndarray]: # RGB uint8 image; class labels (0, 1 neoplastic, 2 non-neoplastic)
+    "A synthetic colonoscopy frame and its class label image"
+    rng = np.random.default_rng(seed)
+    h, w = shape
+    yy, xx = np.mgrid[:h, :w].astype(np.float32)
+    ly, lx = rng.uniform(0.3, 0.7) * h, rng.uniform(0.3, 0.7) * w
+    d = np.sqrt(((yy - ly) / h) ** 2 + ((xx - lx) / w) ** 2)
+    mucosa = np.array([0.85, 0.45, 0.42], np.float32)
+    shade = np.clip(0.25 + 1.6 * d, 0, 1) * np.clip(1.25 - 1.2 * np.hypot((yy - h / 2) / h, (xx - w / 2) / w), 0, 1)
+    rgb = mucosa * shade[..., None]
+    labels = np.zeros(shape, np.uint8)
+    for _ in range(n_polyps):
+        c = int(rng.integers(1, 3))
+        r = rng.uniform(0.08, 0.16) * min(h, w)
+        blob = _blob(shape, rng.uniform(r, h - r), rng.uniform(r, w - r), r, rng) & (labels == 0)
+        labels[blob] = c
+        rgb[blob] = _POLYP_TINT[c] * rng.uniform(0.85, 1.0)
+    rgb += rng.normal(0, 0.03, rgb.shape).astype(np.float32)
+    return np.round(np.clip(rgb, 0, 1) * 255).astype(np.uint8), labels
+
+def neopolyp_mask_rgb(labels) -> np.ndarray:
+    "The competition's colour mask of class labels: red neoplastic (1), green non-neoplastic (2), black background"
+    out = np.zeros(np.shape(labels) + (3,), np.uint8)
+    out[np.asarray(labels) == 1, 0] = 255
+    out[np.asarray(labels) == 2, 1] = 255
+    return out
+
+@dataclass(repr=False)
+class NeoPolypDataset:
+    "What `neopolyp_dataset` wrote, with the truth"
+    root: Path       # the dataset's folder
+    train_ids: list  # ids with an image in `train/train/` and a mask in `train_gt/train_gt/`
+    test_ids: list   # ids with an image in `test/test/`
+    truth: dict      # id -> class labels (0, 1, 2) as drawn, before JPEG (training and test)
+
+    def image(self, i): return self.root / ("train/train" if i in self.train_ids else "test/test") / f"{i}.jpeg"
+    def mask(self, i): return self.root / "train_gt" / "train_gt" / f"{i}.jpeg"
+    @property
+    def sample_submission(self): return self.root / "sample_submission.csv"
+    def __repr__(self): return f"NeoPolypDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+
+def neopolyp_dataset(folder,                # where to write the Kaggle layout
+                     n_train=4,             # training images (with masks)
+                     n_test=2,              # test images
+                     shapes=_NEOPOLYP_SHAPES, # image sizes (height, width), used in turn
+                     seed=0,                # random seed
+                     quality=75,            # JPEG quality of images and masks
+                    ) -> NeoPolypDataset:
+    "Write a small synthetic NeoPolyp dataset in the Kaggle layout (JPEG images, RGB JPEG masks)"
+    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    truth, ids = {}, {"train": [], "test": []}
+    for k in range(n_train + n_test):
+        split = "train" if k < n_train else "test"
+        i = _hex_id("clinseg-neopolyp", seed, k, n=32)
+        img, lab = synthetic_polyp_image(tuple(shapes[k % len(shapes)]), 1 + k % 2, seed * 1000 + k)
+        _write_image(root / f"{split}/{split}" / f"{i}.jpeg", img, quality=quality)
+        if split == "train": _write_image(root / "train_gt/train_gt" / f"{i}.jpeg", neopolyp_mask_rgb(lab), quality=quality)
+        truth[i] = lab; ids[split].append(i)
+    with open(root / "sample_submission.csv", "w", newline="") as f:
+        f.write("Id,Expected\n" + "".join(f"{i}_{c},1 1\n" for i in ids["test"] for c in (0, 1)))
+    return NeoPolypDataset(root, ids["train"], ids["test"], truth)
+
+# %% ../nbs/06_data.ipynb #f03bfae3
+WAD_FRAME = (2710, 3384)    # (height, width) of a WAD 2018 frame
+WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
+               38: (30, 70, 200), 39: (30, 190, 200), 40: (200, 60, 190)}   # class -> RGB of the synthetic frames
+
+def read_wad_frame(path,           # a WAD colour frame (`train_color/<frame>.jpg` or `test/<frame>.jpg`)
+                   shape=WAD_FRAME,# expected (height, width); None: any size
+                  ) -> np.ndarray: # (H, W, 3) uint8 RGB
+    "Read a WAD 2018 colour frame as RGB, checking its size"
+    mode, a = _read_image(path, "a WAD colour frame")
+    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: WAD frames are RGB")
+    if shape is not None and a.shape[:2] != tuple(shape):
+        raise DatasetError(f"{path}: frame is {a.shape[0]}×{a.shape[1]} (height×width), WAD frames are {shape[0]}×{shape[1]}")
+    return a
+
+def wad_frame_rgb(labels,   # WAD label image (uint16)
+                  seed=0,   # noise seed
+                 ) -> np.ndarray: # (H, W, 3) uint8 RGB
+    "A synthetic colour frame for a WAD label image: sky, road, one colour per class, ignore regions dark"
+    rng = np.random.default_rng(seed)
+    lab = np.asarray(labels)
+    h, w = lab.shape
+    t = (np.arange(h, dtype=np.float32) / h)[:, None, None]
+    rgb = np.where(t < 0.35, np.array([150, 190, 230], np.float32) * (1 - 0.3 * t), np.array([95, 95, 100], np.float32) * (0.7 + 0.5 * t))
+    rgb = np.broadcast_to(rgb, (h, w, 3)).copy()
+    palette = np.zeros((65536, 3), np.float32)
+    valid = np.zeros(65536, bool)
+    for c, col in WAD_COLOURS.items():
+        v = np.arange(c * 1000, c * 1000 + 1000)
+        palette[v] = np.array(col, np.float32) * (0.92 + 0.02 * (np.arange(1000) % 5))[:, None]
+        valid[v] = True
+    palette[WAD_IGNORE], valid[WAD_IGNORE] = (40, 35, 30), True
+    on = valid[lab]
+    rgb[on] = palette[lab[on]]
+    rgb += rng.standard_normal((h, w, 3), dtype=np.float32) * 6
+    return np.clip(rgb, 0, 255).astype(np.uint8)
+
+def _wad_frame_name(seed, k):
+    r = np.random.default_rng([seed, k])
+    return f"1712{int(r.integers(1, 29)):02d}_{int(r.integers(0, 24)):02d}{int(r.integers(0, 60)):02d}{int(r.integers(0, 60)):02d}{int(r.integers(0, 1000)):03d}_Camera_{5 + k % 2}"
+
+@dataclass(repr=False)
+class WADDataset:
+    "What `wad_dataset` wrote, with the truth and the scene generator's own predictions"
+    root: Path          # the dataset's folder
+    train_ids: list     # frames in `train_color/` with labels in `train_label/`
+    test_ids: list      # frames in `test/`
+    truth: dict         # frame -> uint16 label image (training and test)
+    predictions: dict   # frame -> the synthetic scene's predictions (class, confidence, runs)
+    shape: tuple        # (height, width)
+
+    def image(self, i): return self.root / ("train_color" if i in self.train_ids else "test") / f"{i}.jpg"
+    def label(self, i): return self.root / "train_label" / f"{i}_instanceIds.png"
+    @property
+    def label_dir(self): return self.root / "train_label"
+    def __repr__(self): return f"WADDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test frames of {self.shape[0]}×{self.shape[1]})"
+
+def wad_dataset(folder,            # where to write the layout
+                n_train=2,         # training frames (colour and labels)
+                n_test=1,          # test frames (colour only)
+                shape=WAD_FRAME,   # frame (height, width)
+                n_objects=12,      # objects per frame
+                seed=0,            # random seed
+                quality=90,        # JPEG quality of the colour frames
+               ) -> WADDataset:
+    "Write a small synthetic WAD 2018 dataset: colour JPEG frames and 16-bit instance label PNGs"
+    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    truth, preds, ids = {}, {}, {"train": [], "test": []}
+    for k in range(n_train + n_test):
+        split = "train" if k < n_train else "test"
+        name = _wad_frame_name(seed, k)
+        lab, p = synthetic_scene(tuple(shape), n_objects, 2 * n_objects, seed=seed * 1000 + k)
+        _write_image(root / ("train_color" if split == "train" else "test") / f"{name}.jpg", wad_frame_rgb(lab, seed * 1000 + k), quality=quality)
+        if split == "train": _write_image(root / "train_label" / f"{name}_instanceIds.png", lab)
+        truth[name], preds[name] = lab, p
+        ids[split].append(name)
+    return WADDataset(root, ids["train"], ids["test"], truth, preds, tuple(shape))
