@@ -14,7 +14,7 @@ from .instances import label_to_runs
 # %% auto #0
 __all__ = ['WAD_CLASSES', 'WAD_LABEL_CLASSES', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'THRESHOLDS', 'COCO_THRESHOLDS',
            'RECALL_POINTS', 'OUTCOMES', 'ImageTruth', 'image_truth', 'wad_truth', 'read_wad_label', 'PRCurve',
-           'APResult', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'coco_rles_to_runs']
+           'APResult', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer']
 
 # %% ../nbs/04_average_precision.ipynb #bd30887b
 WAD_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
@@ -117,14 +117,6 @@ def image_truth(objects,      # label image (integers, 0 = background), or a lis
     return ImageTruth(shape, runs, _per_object(classes, ids, "classes"), _per_object(crowd, ids, "crowd"), ign, ids)
 
 # %% ../nbs/04_average_precision.ipynb #a176ab22
-def _merge_touching(starts, lengths):
-    "Sorted, disjoint runs with the runs that touch merged"
-    ends = starts + lengths
-    new = np.concatenate([[True], starts[1:] != ends[:-1]]) if starts.size else np.zeros(0, bool)
-    first = np.flatnonzero(new)
-    last = np.concatenate([first[1:], [starts.size]]) - 1
-    return starts[first], ends[last] - starts[first]
-
 def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG)
               what="label", # name used in error messages (e.g. the file)
               order="C",    # pixel order of the runs
@@ -146,9 +138,7 @@ def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG
     keep = np.flatnonzero(is_object)
     ign = [runs[i] for i in np.flatnonzero(is_ignore)]
     if ign:
-        s, l = np.concatenate([r[0] for r in ign]), np.concatenate([r[1] for r in ign])
-        by_start = np.argsort(s, kind="stable")
-        ignore = _merge_touching(s[by_start], l[by_start])
+        ignore = merge_touching_runs(np.concatenate([r[0] for r in ign]), np.concatenate([r[1] for r in ign]))
     else: ignore = _empty_runs()
     return ImageTruth(a.shape, [runs[i] for i in keep], ids[keep] // 1000, np.zeros(keep.size, bool), ignore, ids[keep])
 
@@ -663,49 +653,3 @@ def pr_explorer(seed=0,              # seed of the synthetic scene
     cls.observe(draw, "value"); thr.observe(draw, "value")
     draw()
     return W.VBox([W.HBox([cls, thr, W.HTML(f"<b>mean AP {result.ap:.3f}</b>")]), out])
-
-# %% ../nbs/04_average_precision.ipynb #a79095ab
-def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
-                     ) -> list: # 0-based column-major (starts, lengths) of each
-    "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass"
-    counts = [r["counts"] if isinstance(r, dict) else r for r in rles]
-    out = [None] * len(counts)
-    text_at = [k for k, c in enumerate(counts) if isinstance(c, (str, bytes))]
-    for k, c in enumerate(counts):
-        if not isinstance(c, (str, bytes)): out[k] = coco_counts_to_runs(np.asarray(c, np.int64))
-    if not text_at: return out
-    texts = [counts[k].encode("ascii") if isinstance(counts[k], str) else bytes(counts[k]) for k in text_at]
-    lens = np.array([len(t) for t in texts], np.int64)
-    b = np.frombuffer(b"".join(texts), np.uint8).astype(np.int64) - 48
-    string_of_char = np.repeat(np.arange(len(texts)), lens)
-    if ((b < 0) | (b >= 64)).any():
-        i = int(np.flatnonzero((b < 0) | (b >= 64))[0])
-        raise RLEError(f"RLE {text_at[string_of_char[i]]}: character {i - (np.cumsum(lens) - lens)[string_of_char[i]]} is not part of a COCO counts string")
-    end = (b & 0x20) == 0
-    last = np.cumsum(lens)[lens > 0] - 1
-    if (~end[last]).any(): raise RLEError(f"RLE {text_at[string_of_char[last[~end[last]][0]]]}: the counts string ends in the middle of a number")
-    begins = np.flatnonzero(np.concatenate([[True], end[:-1]]))               # first character of each number
-    num_of_char = np.cumsum(np.concatenate([[0], end[:-1]]))
-    k = np.arange(b.size) - begins[num_of_char]                               # chunk index inside its number
-    value = np.add.reduceat((b & 0x1F) << (5 * k), begins) if b.size else np.zeros(0, np.int64)
-    ends = np.flatnonzero(end)
-    negative = (b[ends] & 0x10) != 0
-    value[negative] -= np.left_shift(1, 5 * (k[ends][negative] + 1))
-    string = string_of_char[ends]
-    first_num = np.searchsorted(string, np.arange(len(texts)))
-    m = np.arange(value.size) - first_num[string]                             # place of the count in its string
-    chain = string * 3 + np.where(m == 0, 0, np.where(m % 2, 1, 2))          # count 0 alone; odd and even places: running sums
-    order = np.lexsort((m, chain))
-    v, ch = value[order], chain[order]
-    cs = np.cumsum(v)
-    head = np.concatenate([[True], ch[1:] != ch[:-1]]) if v.size else np.zeros(0, bool)
-    base = (cs - v)[np.maximum.accumulate(np.where(head, np.arange(v.size), 0))]
-    cnt = np.empty_like(value); cnt[order] = cs - base
-    if (cnt < 0).any(): raise RLEError(f"RLE {text_at[string[np.flatnonzero(cnt < 0)[0]]]}: a count is negative")
-    edges = np.cumsum(cnt)
-    edges -= np.concatenate([[0], edges])[first_num][string]                  # running pixel position inside each string
-    odd = (m % 2 == 1) & (cnt > 0)
-    starts, lengths = (edges - cnt)[odd], cnt[odd]
-    cut = np.cumsum(np.bincount(string[odd], minlength=len(texts)))[:-1]
-    for k, s, l in zip(text_at, np.split(starts, cut), np.split(lengths, cut)): out[k] = (s, l)
-    return out

@@ -9,13 +9,12 @@ from fractions import Fraction
 from typing import NamedTuple
 import numpy as np
 from .rle import *
-from .rle import _axes, _check_runs_fit, _concat_runs, _runs_to_pixels
+from .rle import _axes, _check_runs_fit, _concat_runs, _overlapping_pairs, _runs_to_pixels
 
 # %% auto #0
-__all__ = ['DSB_THRESHOLDS', 'label_to_runs', 'find_overlaps', 'Overlaps', 'overlap_counts', 'iou_matrix',
-           'reference_histogram_iou', 'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore',
-           'dsb_score', 'runs_to_labels', 'synthetic_nuclei', 'synthetic_prediction', 'plot_dsb_threshold',
-           'dsb_threshold_explorer']
+__all__ = ['DSB_THRESHOLDS', 'label_to_runs', 'Overlaps', 'overlap_counts', 'iou_matrix', 'reference_histogram_iou',
+           'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore', 'dsb_score', 'runs_to_labels',
+           'synthetic_nuclei', 'synthetic_prediction', 'plot_dsb_threshold', 'dsb_threshold_explorer']
 
 # %% ../nbs/03_instances.ipynb #0b7cac5b
 def _labels_array(labels, what="labels"):
@@ -65,29 +64,6 @@ def label_to_runs(labels,    # instance label image (2-D or 3-D integers), 0 = b
     by_object = np.argsort(obj, kind="stable")             # a stable sort keeps each object's runs in pixel order
     cut = np.cumsum(np.bincount(obj, minlength=ids.size))[:-1]
     return ids, list(zip(np.split(starts[by_object], cut), np.split(lengths[by_object], cut)))
-
-# %% ../nbs/03_instances.ipynb #dfd1bd7f
-def _overlapping_pairs(s, l, m, n):
-    "Pairs of objects (i < j) whose runs overlap, with the pixels they share; runs concatenated with their object index m"
-    by_start = np.argsort(s, kind="stable")
-    s, l, m = s[by_start], l[by_start], m[by_start]
-    e = s + l
-    hi = np.searchsorted(s, e, side="left")            # the runs after k that start before k ends all meet run k
-    count = np.maximum(hi - np.arange(s.size) - 1, 0)
-    a = np.repeat(np.arange(s.size), count)
-    b = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + a + 1
-    shared = np.minimum(e[a], e[b]) - s[b]
-    i, j = np.minimum(m[a], m[b]), np.maximum(m[a], m[b])
-    keep = i != j                                        # a valid mask's own runs never overlap
-    if not keep.any(): return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    codes, where = np.unique(i[keep] * n + j[keep], return_inverse=True)
-    return codes // n, codes % n, np.bincount(where.ravel(), shared[keep]).astype(np.int64)
-
-def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in one pixel order
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # mask i, mask j (i < j), pixels they share
-    "Every pair of masks that overlap, with the number of pixels they share"
-    s, l, m = _concat_runs(runs)
-    return _overlapping_pairs(s, l, m, len(runs))
 
 # %% ../nbs/03_instances.ipynb #fa29b8e8
 def _flat_pair(truth, pred):

@@ -4,16 +4,17 @@
 
 # %% ../nbs/01_rle.ipynb #09acd002
 from __future__ import annotations
-import re
+import math, re
 from dataclasses import dataclass, replace
 from typing import Sequence
 import numpy as np
 
 # %% auto #0
 __all__ = ['CONVENTIONS', 'mask_to_runs', 'runs_to_mask', 'Convention', 'get_convention', 'format_runs', 'runs_to_coco_counts',
-           'coco_counts_to_runs', 'coco_string', 'parse_coco_string', 'RLEError', 'parse_runs', 'encode', 'decode',
-           'reorder_runs', 'transcode', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode', 'runs_overlap',
-           'runs_intersections', 'rle_table', 'plot_rle', 'rle_playground']
+           'coco_counts_to_runs', 'coco_string', 'parse_coco_string', 'coco_rles_to_runs', 'RLEError', 'parse_runs',
+           'encode', 'decode', 'reorder_runs', 'transcode', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode',
+           'runs_overlap', 'runs_intersections', 'find_overlaps', 'merge_touching_runs', 'rle_table', 'plot_rle',
+           'rle_playground']
 
 # %% ../nbs/01_rle.ipynb #9eaf32d3
 def _axes(order, ndim):
@@ -183,37 +184,112 @@ def coco_counts_to_runs(counts) -> tuple[np.ndarray, np.ndarray]:
     keep = lengths > 0
     return starts[keep], lengths[keep]
 
+# %% ../nbs/01_rle.ipynb #b3854519
 def coco_string(counts) -> str:
-    "pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts')"
-    out = []
-    for i, x in enumerate(int(c) for c in counts):
-        if i > 2: x -= int(counts[i - 2])
-        more = True
-        while more:
-            ch = x & 0x1F
-            x >>= 5
-            more = (x != -1) if ch & 0x10 else (x != 0)
-            if more: ch |= 0x20
-            out.append(chr(ch + 48))
-    return "".join(out)
+    "pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts'), vectorised"
+    c = np.asarray(counts, np.int64).reshape(-1)
+    x = c.copy()
+    x[3:] -= c[1:-2]                                         # from the fourth count on: the difference from two places before
+    y = np.where(x < 0, ~x, x)                               # magnitude bits, sign aside
+    n = np.ones(x.size, np.int64)
+    while (big := y >= np.left_shift(1, 5 * n - 1)).any(): n += big   # characters needed: signed numbers in 5n bits
+    first = np.cumsum(n) - n
+    owner = np.repeat(np.arange(x.size), n)
+    k = np.arange(owner.size) - first[owner]                 # chunk index inside its number
+    chars = np.right_shift(x[owner], 5 * k) & 0x1F
+    chars[k < n[owner] - 1] |= 0x20                          # continuation bit on every chunk but the last
+    return (chars + 48).astype(np.uint8).tobytes().decode("ascii")
+
+def _coco_decode(texts, name=lambda k: ""):
+    "Counts of many compressed strings (bytes): all counts, and how many belong to each string"
+    lens = np.fromiter(map(len, texts), np.int64, len(texts))
+    ends_at = np.cumsum(lens)
+    c = np.frombuffer(b"".join(texts), np.uint8) - np.uint8(48)    # bytes below '0' wrap around to large values
+    def where(i):
+        k = int(np.searchsorted(ends_at, i, side="right"))
+        return f"{name(k)}character {i - (ends_at[k] - lens[k])}"
+    if (c >= 64).any():
+        i = int(np.argmax(c >= 64))
+        raise RLEError(f"{where(i)}: {chr((int(c[i]) + 48) % 256)!r} is not part of a COCO counts string")
+    end = c < 32                                                    # no continuation bit: the last chunk of a number
+    closed = end[ends_at[lens > 0] - 1]
+    if not closed.all(): raise RLEError(f"{name(int(np.flatnonzero(lens > 0)[np.argmin(closed)]))}the COCO counts string ends in the middle of a number")
+    ends = np.flatnonzero(end)
+    size = np.diff(ends, prepend=-1)                                # characters of each number
+    begins = ends - size + 1
+    value = (c[begins] & 0x1F).astype(np.int64)
+    for j in range(1, int(size.max(initial=1))):                    # the rare numbers of several characters
+        if j > 11: raise RLEError(f"{where(int(begins[size > 12][0]))}: a count of more than 12 characters (over 60 bits) is too large")
+        more = np.flatnonzero(size > j)
+        value[more] |= (c[begins[more] + j] & 0x1F).astype(np.int64) << (5 * j)
+    neg = np.flatnonzero(c[ends] & 0x10)                            # the sign bit of the last chunk
+    value[neg] -= np.left_shift(1, 5 * size[neg])
+    n = np.diff(np.concatenate([[0], np.cumsum(end)])[ends_at], prepend=0)   # numbers in each string
+    return value, n
+
+def _undo_differences(value, n):
+    "Counts from COCO's stored numbers: from the fourth count of a string on, add the count two places before"
+    first = np.cumsum(n) - n
+    w = value.copy()
+    w[first[n > 0]] = 0                                             # the first count of each string stands alone
+    g = np.empty_like(w)                                            # running sums along every other number
+    np.cumsum(w[0::2], out=g[0::2]); np.cumsum(w[1::2], out=g[1::2])
+    g2 = np.concatenate([[0, 0], g, [0]])                           # g2[i + 2] = g[i]; zeros before the start and after the end
+    odd_base = np.repeat(g2[first + 1], n)                          # the chain of places 1, 3, 5... starts after index first - 1
+    even_base = np.repeat(g2[first + 2], n)                         # the chain of places 2, 4, ... after index first (zeroed)
+    place = np.arange(value.size) - np.repeat(first, n)
+    counts = g - np.where(place & 1, odd_base, even_base)
+    counts[first[n > 0]] = value[first[n > 0]]
+    return counts, place
+
+def _split(a, cut):
+    "Pieces of `a` between the cut positions (faster than `np.split` for many pieces)"
+    bounds = [0, *cut.tolist(), a.size]
+    return [a[i:j] for i, j in zip(bounds[:-1], bounds[1:])]
 
 def parse_coco_string(text) -> np.ndarray:
     "COCO counts from pycocotools' compressed text form"
-    if isinstance(text, bytes): text = text.decode("ascii")
-    counts, x, k, more = [], 0, 0, False
-    for pos, ch in enumerate(text):
-        c = ord(ch) - 48
-        if not 0 <= c < 64: raise RLEError(f"character {pos}: {ch!r} is not part of a COCO counts string")
-        x |= (c & 0x1F) << (5 * k)
-        more = bool(c & 0x20)
-        k += 1
-        if not more:
-            if c & 0x10: x |= -1 << (5 * k)
-            if len(counts) > 2: x += counts[-2]
-            counts.append(x)
-            x, k = 0, 0
-    if more: raise RLEError("the COCO counts string ends in the middle of a number")
-    return np.array(counts, np.int64)
+    if isinstance(text, str): text = text.encode("ascii", "replace")
+    return _undo_differences(*_coco_decode([bytes(text)]))[0]
+
+def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
+                     ) -> list: # 0-based column-major (starts, lengths) of each
+    "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass; counts checked against 'size' when given"
+    rles = list(rles)
+    counts = [r["counts"] if isinstance(r, dict) else r for r in rles]
+    out, total = [None] * len(counts), np.zeros(len(rles), np.int64)   # runs, and pixels covered by the counts
+    text_at = [k for k, c in enumerate(counts) if isinstance(c, (str, bytes))]
+    if len(text_at) < len(counts):
+        for k, c in enumerate(counts):
+            if not isinstance(c, (str, bytes)):
+                c = np.asarray(c, np.int64)
+                if (c < 0).any(): raise RLEError(f"RLE {k}: count {int(np.flatnonzero(c < 0)[0])} is negative")
+                out[k], total[k] = coco_counts_to_runs(c), c.sum()
+    texts = [counts[k].encode("ascii", "replace") if isinstance(counts[k], str) else bytes(counts[k]) for k in text_at]
+    value, n = _coco_decode(texts, lambda i: f"RLE {text_at[i]}: ")
+    cnt, place = _undo_differences(value, n)
+    if (cnt < 0).any():
+        i = int(np.argmax(cnt < 0))
+        k = int(np.searchsorted(np.cumsum(n), i, side="right"))
+        raise RLEError(f"RLE {text_at[k]}: count {place[i]} is negative ({cnt[i]})")
+    first = np.cumsum(n) - n
+    edges = np.concatenate([[0], np.cumsum(cnt)])
+    total[text_at] = edges[first + n] - edges[first]
+    ends = edges[1:] - np.repeat(edges[first], n)                   # pixel position after each count, inside its string
+    fg = (place & 1).astype(bool) & (cnt > 0)                       # odd places are foreground
+    kept = np.concatenate([[0], np.cumsum(fg)])
+    cut = kept[first + n][:-1]
+    for k, s, l in zip(text_at, _split((ends - cnt)[fg], cut), _split(cnt[fg], cut)): out[k] = (s, l)
+    _check_coco_sizes(rles, total)
+    return out
+
+def _check_coco_sizes(rles, total):
+    "The counts of every RLE that gives its 'size' must cover exactly height x width pixels"
+    want = np.array([math.prod(r["size"]) if isinstance(r, dict) and "size" in r else -1 for r in rles], np.int64)
+    bad = np.flatnonzero((want >= 0) & (want != total))
+    if bad.size:
+        k = int(bad[0])
+        raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(rles[k]['size'])} image's {want[k]}")
 
 # %% ../nbs/01_rle.ipynb #f1fa9b55
 class RLEError(ValueError):
@@ -443,6 +519,46 @@ def runs_intersections(runs,        # list of masks, each as 0-based (starts, le
     i, j, ov = runs_overlap(s, l, t, m)
     shared = np.bincount(a[i] * len(other_runs) + b[j], ov, minlength=len(runs) * len(other_runs))
     return shared.astype(np.int64).reshape(len(runs), len(other_runs))
+
+# %% ../nbs/01_rle.ipynb #0ac990ee
+def _overlapping_pairs(s, l, m, n):
+    "Pairs of masks (i < j) whose runs overlap, with the pixels they share; runs concatenated with their mask index m, n masks"
+    by_start = np.argsort(s, kind="stable")
+    s, l, m = s[by_start], l[by_start], m[by_start]
+    e = s + l
+    hi = np.searchsorted(s, e, side="left")            # the runs after k that start before k ends all meet run k
+    count = np.maximum(hi - np.arange(s.size) - 1, 0)
+    a = np.repeat(np.arange(s.size), count)
+    b = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + a + 1
+    shared = np.minimum(e[a], e[b]) - s[b]
+    i, j = np.minimum(m[a], m[b]), np.maximum(m[a], m[b])
+    keep = i != j                                        # a valid mask's own runs never overlap
+    if not keep.any(): return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    codes, where = np.unique(i[keep] * n + j[keep], return_inverse=True)
+    return codes // n, codes % n, np.bincount(where.ravel(), shared[keep]).astype(np.int64)
+
+def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in one pixel order
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # mask i, mask j (i < j), pixels they share
+    "Every pair of masks that overlap, with the number of pixels they share"
+    s, l, m = _concat_runs(runs)
+    return _overlapping_pairs(s, l, m, len(runs))
+
+# %% ../nbs/01_rle.ipynb #707b7402
+def merge_touching_runs(starts,  # 0-based run starts, any order
+                        lengths, # their lengths (positive)
+                       ) -> tuple[np.ndarray, np.ndarray]: # sorted, disjoint runs, none touching another
+    "The fewest runs covering the same pixels: runs that touch or overlap merged into one"
+    s, l = np.asarray(starts, np.int64).reshape(-1), np.asarray(lengths, np.int64).reshape(-1)
+    if s.size != l.size: raise ValueError(f"{s.size} starts but {l.size} lengths")
+    if (l <= 0).any(): raise ValueError(f"run {int(np.argmax(l <= 0))}: length {l[l <= 0][0]} is not positive")
+    if not s.size: return s, l
+    if (s[1:] < s[:-1]).any():
+        by_start = np.argsort(s, kind="stable")
+        s, l = s[by_start], l[by_start]
+    reach = np.maximum.accumulate(s + l)                    # the furthest end so far
+    first = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
+    last = np.append(first[1:], s.size) - 1
+    return s[first], reach[last] - s[first]
 
 # %% ../nbs/01_rle.ipynb #24382e3e
 def _draw_order(ax, mask, order, base=1):
