@@ -6,6 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
+import math
 import numpy as np
 from .rle import *
 from .rle import _check_runs_fit
@@ -173,42 +174,61 @@ class _Predictions:
     conf: np.ndarray         # confidence
     area: np.ndarray         # pixels
     runs: list               # (starts, lengths) of each
+    starts: np.ndarray       # every run of every prediction, concatenated
+    lengths: np.ndarray
+    owner: np.ndarray        # the prediction each run belongs to
+
+def _is_runs(obj):
+    "True for runs given as a tuple of two 1-D arrays (checked later, all at once)"
+    return type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray and obj[0].ndim == obj[1].ndim == 1
 
 def _read_predictions(predictions, truth, position, order):
     img, cls, conf, runs = [], [], [], []
     for k, rec in enumerate(predictions):
-        im, c, s, obj = _prediction_fields(rec, k)
-        if im not in position: raise ValueError(f"prediction {k}: image {im!r} is not in the truth")
-        try: s = float(s)
-        except (TypeError, ValueError): raise ValueError(f"prediction {k}: confidence {s!r} is not a number") from None
-        if not np.isfinite(s): raise ValueError(f"prediction {k}: confidence {s} is not a finite number")
-        if isinstance(c, (float, np.floating)) and c != int(c): raise ValueError(f"prediction {k}: class {c!r} is not a whole number")
-        img.append(position[im]); cls.append(int(c)); conf.append(s)
-        if isinstance(obj, tuple) and len(obj) == 2 and all(isinstance(x, np.ndarray) and x.ndim == 1 for x in obj):
-            runs.append((obj[0].astype(np.int64, copy=False), obj[1].astype(np.int64, copy=False)))   # checked below, all at once
-        else: runs.append(_object_runs(obj, truth[im].shape, order, f"prediction {k} (image {im!r})"))
+        im, c, s, obj = rec if type(rec) is tuple and len(rec) == 4 else _prediction_fields(rec, k)
+        i = position.get(im, -1)
+        if i < 0: raise ValueError(f"prediction {k}: image {im!r} is not in the truth")
+        img.append(i); cls.append(c); conf.append(s)
+        runs.append(obj if _is_runs(obj) else _object_runs(obj, truth[im].shape, order, f"prediction {k} (image {im!r})"))
+    conf = _numbers(conf, "confidence")
+    if (~np.isfinite(conf)).any():
+        k = int(np.argmax(~np.isfinite(conf)))
+        raise ValueError(f"prediction {k}: confidence {conf[k]} is not a finite number")
+    cls = _numbers(cls, "class")
+    if (cls != np.round(cls)).any():
+        k = int(np.argmax(cls != np.round(cls)))
+        raise ValueError(f"prediction {k}: class {cls[k]!r} is not a whole number")
     img = np.array(img, np.int64)
-    sizes = np.array([int(np.prod(truth[k].shape)) for k in position], np.int64)[img] if img.size else np.zeros(0, np.int64)
-    _check_all_runs(runs, sizes, predictions, truth, order)
-    return _Predictions(img, np.array(cls, np.int64), np.array(conf, float), _runs_area(runs), runs)
+    sizes = np.array([math.prod(truth[k].shape) for k in position], np.int64)
+    s, l, owner = _check_all_runs(runs, sizes[img], predictions, truth, order)
+    area = np.bincount(owner, l, minlength=len(runs)).astype(np.int64)
+    return _Predictions(img, cls.astype(np.int64), conf, area, runs, s, l, owner)
+
+def _numbers(values, what):
+    "A float array of one field of every record; a clear error naming the first record that is not a number"
+    try: return np.array(values, float).reshape(len(values))
+    except (TypeError, ValueError):
+        for k, v in enumerate(values):
+            try: float(v)
+            except (TypeError, ValueError): raise ValueError(f"prediction {k}: {what} {v!r} is not a number") from None
+        raise
 
 def _check_all_runs(runs, sizes, predictions, truth, order):
-    "Check every prediction's runs in one pass; on a problem, name the first bad prediction"
-    if not runs: return
-    n = np.array([len(s) for s, _ in runs])
-    if (n != np.array([len(l) for _, l in runs])).any() or not n.sum(): bad = np.flatnonzero(n != np.array([len(l) for _, l in runs]))
-    else:
-        s = np.concatenate([r[0] for r in runs]); l = np.concatenate([r[1] for r in runs])
+    "Check every prediction's runs in one pass (on a problem, name the first bad prediction); all runs concatenated, with their owner"
+    n = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
+    bad = np.flatnonzero(n != np.fromiter((len(r[1]) for r in runs), np.int64, len(runs)))
+    if not bad.size:
+        cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
+        s, l = cat([r[0] for r in runs]), cat([r[1] for r in runs])
         owner = np.repeat(np.arange(len(runs)), n)
         wrong = (s < 0) | (l <= 0) | (s + l > sizes[owner])
-        same = owner[1:] == owner[:-1]
-        wrong[1:] |= same & (s[1:] < (s + l)[:-1])
-        bad = np.unique(owner[wrong])
-    if len(bad):
-        k = int(bad[0])
-        im = _prediction_fields(predictions[k], k)[0]
-        _object_runs(runs[k], truth[im].shape, order, f"prediction {k} (image {im!r})")   # raises with the reason
-        raise ValueError(f"prediction {k} (image {im!r}): invalid runs")
+        wrong[1:] |= (owner[1:] == owner[:-1]) & (s[1:] < (s + l)[:-1])
+        if not wrong.any(): return s, l, owner
+        bad = owner[wrong]
+    k = int(bad[0])
+    im = _prediction_fields(predictions[k], k)[0]
+    _object_runs(runs[k], truth[im].shape, order, f"prediction {k} (image {im!r})")   # raises with the reason
+    raise ValueError(f"prediction {k} (image {im!r}): invalid runs")
 
 # %% ../nbs/04_average_precision.ipynb #d79f2dfd
 def _intersections(runs, others):
@@ -313,6 +333,115 @@ def _image_outcomes(t,          # ImageTruth
                                                               np.maximum(first, 0)[:, :, None], 2)[:, :, 0], best[None])
     return outcome, taken, best_iou, region
 
+# %% ../nbs/04_average_precision.ipynb #5b435731
+def _pair_sums(code, weight, cells):
+    "Distinct codes and the summed weight of each: a `bincount` over the cells when they are few, else a sort"
+    if cells <= max(4 * code.size, 1 << 16):
+        total = np.bincount(code, weight, minlength=cells)
+        where = np.flatnonzero(total)
+        return where, total[where]
+    where, back = np.unique(code, return_inverse=True)
+    return where, np.bincount(back.ravel(), weight)
+
+def _first_per_group(group, order_key):
+    "Index of the smallest `order_key` in each group (both non-negative int64)"
+    by = np.lexsort((order_key, group))
+    g = group[by]
+    return by[np.concatenate([[True], g[1:] != g[:-1]])] if by.size else by
+
+def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore_iou, area_range):
+    "Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all images at once"
+    T, n = len(thresholds), rows.size
+    per = [truth[k] for k in images]
+    size = np.array([math.prod(t.shape) for t in per], np.int64)
+    offset = np.cumsum(size) - size                                       # each image gets its own stretch of one long line
+    # true objects of the evaluated classes, every image in one list
+    n_obj = np.array([len(t.runs) for t in per], np.int64)
+    g_img = np.repeat(np.arange(len(per)), n_obj)
+    g_first = np.cumsum(n_obj) - n_obj                                    # first object of each image
+    g_local = np.arange(g_img.size) - g_first[g_img]                      # position in its image's list
+    cat = lambda xs, dt=np.int64: np.concatenate(xs).astype(dt, copy=False) if len(xs) else np.zeros(0, dt)
+    g_cls, g_crowd, g_area = cat([t.classes for t in per]), cat([t.crowd for t in per], bool), cat([t.areas for t in per])
+    runs = [r for t in per for r in t.runs]
+    n_runs = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
+    obj = np.repeat(np.arange(len(runs)), n_runs)
+    ts = cat([r[0] for r in runs]) + offset[g_img[obj]]
+    tl = cat([r[1] for r in runs])
+    use = np.isin(g_cls, classes)[obj]
+    by = np.flatnonzero(use)[np.argsort(ts[use], kind="stable")]
+    ts, tl, obj = ts[by], tl[by], obj[by]
+    clash = np.flatnonzero(ts[1:] < (ts + tl)[:-1])                      # true objects that overlap: that image goes the slow way
+    slow = set(g_img[obj[clash]].tolist())
+    if not strict and (np.asarray(thresholds) <= 0).any(): slow = set(range(len(per)))   # IoU 0 would pass: dense matrices needed
+    if slow:
+        keep = ~np.isin(g_img[obj], list(slow))
+        ts, tl, obj = ts[keep], tl[keep], obj[keep]
+    # the predictions' runs, on the same line
+    pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
+    pos = np.full(len(pr.runs), -1, np.int64); pos[rows] = np.arange(n)
+    ps = pr.starts + offset[pr.image[pr.owner]]
+    i, j, ov = runs_overlap(ps, pr.lengths, ts, tl)
+    p, g = pos[pr.owner[i]], obj[j]
+    ok_run = p >= 0
+    p, g, ov = p[ok_run], g[ok_run], ov[ok_run]
+    # pixels shared by each (prediction, object) pair: one cell per pair of the same image
+    p_first = np.searchsorted(pimg, np.arange(len(per)))
+    p_count = np.diff(np.append(p_first, n))
+    cells = p_count * n_obj
+    base = np.cumsum(cells) - cells
+    im = pimg[p]
+    code, inter = _pair_sums(base[im] + (p - p_first[im]) * n_obj[im] + (g - g_first[im]), ov, int(cells.sum()))
+    inter = inter.astype(np.int64)
+    im = np.searchsorted(base, code, side="right") - 1                 # (an image without cells shares its base with the next)
+    rem = code - base[im]
+    p, g = p_first[im] + rem // n_obj[im], g_first[im] + rem % n_obj[im]
+    same = pcls[p] == g_cls[g]
+    p, g, inter = p[same], g[same], inter[same]
+    crowd = g_crowd[g]
+    iou = np.where(crowd, _ratio(inter, parea[p]), _ratio(inter, parea[p] + g_area[g] - inter))
+    counted = ~g_crowd
+    if area_range is not None: counted &= (g_area >= area_range[0]) & (g_area <= area_range[1])
+    c = counted[g]
+    ok = _passes(iou, thresholds, strict)                                 # (T, pairs)
+    # stage 1: counted objects; with at most one candidate each, the first prediction (in rank order) of each object wins
+    t1, k1 = np.nonzero(ok & c)
+    amb = np.bincount(t1 * n + p[k1], minlength=T * n) > 1
+    win = _first_per_group(t1 * g_img.size + g[k1], p[k1])
+    hit = np.full((T, n), -1, np.int64)
+    hit[t1[win], p[k1[win]]] = k1[win]
+    # stage 2: objects COCO ignores, for predictions that took nothing; crowd regions are never used up
+    t2, k2 = np.nonzero(ok & ~c)
+    free = hit[t2, p[k2]] < 0
+    t2, k2 = t2[free], k2[free]
+    amb |= np.bincount(t2 * n + p[k2], minlength=T * n) > 1
+    again = crowd[k2]
+    win = np.concatenate([np.flatnonzero(again), np.flatnonzero(~again)[_first_per_group(t2[~again] * g_img.size + g[k2[~again]], p[k2[~again]])]])
+    absorbed = np.zeros((T, n), bool)
+    absorbed[t2[win], p[k2[win]]] = True
+    if amb.any(): slow |= set(pimg[np.flatnonzero(amb.reshape(T, n).any(0))].tolist())
+    # the ignore region
+    ign = [t.ignore for t in per]
+    n_ign = np.fromiter((len(r[0]) for r in ign), np.int64, len(ign))
+    gs = cat([r[0] for r in ign]) + np.repeat(offset, n_ign)
+    i, j, ov = runs_overlap(ps, pr.lengths, gs, cat([r[1] for r in ign]))
+    shared = np.bincount(pr.owner[i], ov, minlength=len(pr.runs))[rows]
+    ign_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
+    region = np.where(ign_area > 0, _ratio(shared, parea + ign_area - shared) if ignore_iou else _ratio(shared, parea), 0.)
+    region_ok = _passes(region, thresholds, strict)
+    area_out = np.zeros(n, bool) if area_range is None else (parea < area_range[0]) | (parea > area_range[1])
+    outcome = np.where(hit >= 0, _TP, np.where(absorbed, _IGNORED_CROWD, np.where(area_out[None], _IGNORED_AREA,
+                       np.where(region_ok, _IGNORED_REGION, _FP)))).astype(np.int8)
+    taken = np.where(hit >= 0, g_local[g[np.maximum(hit, 0)]] if g.size else -1, -1)
+    best = np.zeros(n)
+    np.maximum.at(best, p[c], iou[c])
+    best_iou = np.where(hit >= 0, iou[np.maximum(hit, 0)] if iou.size else 0., best[None])
+    for s in sorted(slow):                                               # images the shortcut cannot settle: the loop, per image
+        at = slice(p_first[s], p_first[s] + p_count[s])
+        if p_count[s]:
+            outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], classes, thresholds,
+                                                                                       strict, ignore_iou, area_range)
+    return outcome, taken, best_iou, region
+
 # %% ../nbs/04_average_precision.ipynb #6c846ae4
 @dataclass
 class PRCurve:
@@ -355,6 +484,35 @@ def _curve(is_tp, confidence, n_truth, mode):
     precision = _ratio(tp, tp + fp)
     ap = np.nan if not n_truth else _ap_coco101(recall, precision) if mode == "coco101" else _ap_cityscapes(recall, precision, confidence)
     return PRCurve(recall, precision, confidence, n_truth, ap, mode)
+
+def _curves(outcome, pr, kept, classes, n_truth, mode):
+    "Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) outcomes"
+    T, N = outcome.shape
+    order = np.lexsort((np.arange(N), pr.image, -pr.conf, pr.cls))       # by class, then confidence; ties: image, then submission order
+    order = order[kept[order]]
+    lo, hi = np.searchsorted(pr.cls[order], classes, "left"), np.searchsorted(pr.cls[order], classes, "right")
+    rank, per_class, curves = np.full(N, -1, np.int64), np.full((len(classes), T), np.nan), {}
+    for ci, c in enumerate(classes.tolist()):
+        sel = order[lo[ci]:hi[ci]]
+        rank[sel] = np.arange(sel.size)
+        o = outcome[:, sel]
+        is_tp, used = o == _TP, (o == _TP) | (o == _FP)
+        tp, fp = np.cumsum(is_tp, 1), np.cumsum(used & ~is_tp, 1)          # a removed prediction repeats the point before it
+        nt, conf = int(n_truth[ci]), pr.conf[sel]
+        recall = tp / nt if nt else np.zeros(tp.shape)
+        precision = _ratio(tp, tp + fp)
+        envelope = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]  # repeated points change neither the envelope nor the samples
+        for ti in range(T):
+            u = used[ti]
+            if not nt: ap = np.nan
+            elif mode == "cityscapes": ap = _ap_cityscapes(recall[ti, u], precision[ti, u], conf[u])
+            elif not sel.size: ap = 0.
+            else:
+                at = np.searchsorted(recall[ti], RECALL_POINTS, side="left")
+                ap = float(np.where(at < sel.size, envelope[ti, np.minimum(at, sel.size - 1)], 0.).mean())
+            curves[c, ti] = PRCurve(recall[ti, u], precision[ti, u], conf[u], nt, ap, mode)
+            per_class[ci, ti] = ap
+    return per_class, curves, rank
 
 # %% ../nbs/04_average_precision.ipynb #914b07f0
 @dataclass
@@ -446,6 +604,35 @@ def _cap(pr, kept, max_dets):
     out[idx[np.arange(idx.size) - first >= max_dets]] = False
     return out
 
+def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, area_range, batch=True):
+    "Outcome, object taken and IoU of every prediction at every threshold ((T, N) arrays; capped ones stay `_CAPPED`), and the region overlaps"
+    T, N = len(thresholds), len(pr.runs)
+    outcome, taken = np.full((T, N), _CAPPED, np.int8), np.full((T, N), -1, np.int64)
+    iou, region = np.zeros((T, N)), np.zeros(N)
+    rows = np.lexsort((np.arange(N), -pr.conf, pr.image))                  # by image, then rank in the image
+    rows = rows[kept[rows]]
+    if batch: outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truth, images, pr, rows, classes, thresholds,
+                                                                                           strict, ignore_iou, area_range)
+    else:
+        bounds = np.searchsorted(pr.image[rows], np.arange(len(images) + 1))
+        for i, k in enumerate(images):
+            at = rows[bounds[i]:bounds[i + 1]]
+            if at.size: outcome[:, at], taken[:, at], iou[:, at], region[at] = _image_outcomes(truth[k], pr, at, classes, thresholds,
+                                                                                             strict, ignore_iou, area_range)
+    return outcome, taken, iou, region
+
+def _count_truth(truth, classes, area_range):
+    "Counted true objects of each class (crowd regions and objects outside the area range are not counted)"
+    ts = list(truth.values())
+    cls = np.concatenate([t.classes for t in ts]) if ts else np.zeros(0, np.int64)
+    counted = ~np.concatenate([t.crowd for t in ts]) if ts else np.zeros(0, bool)
+    if area_range is not None:
+        areas = np.concatenate([t.areas for t in ts]) if ts else np.zeros(0, np.int64)
+        counted &= (areas >= area_range[0]) & (areas <= area_range[1])
+    ci = np.searchsorted(classes, cls)
+    counted &= (ci < len(classes)) & (classes[np.minimum(ci, len(classes) - 1)] == cls) if len(classes) else False
+    return np.bincount(ci[counted], minlength=len(classes)).astype(np.int64)
+
 def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `wad_truth` / `image_truth`
                       predictions,        # records (image id, class, confidence, mask or runs), or dicts with those fields
                       thresholds=None,    # IoU thresholds; default 0.50, 0.55, ..., 0.95 (`THRESHOLDS`)
@@ -478,37 +665,14 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
         if bad.size: raise ValueError(f"prediction {bad[0]}: class {pr.cls[bad[0]]} is not one of the evaluated classes {class_list.tolist()}")
     kept = _cap(pr, np.ones(len(pr.runs), bool), max_dets)
     T, N = len(thresholds), len(pr.runs)
-    outcome = np.full((T, N), _CAPPED, np.int8)
-    taken = np.full((T, N), -1, np.int64)
-    iou = np.zeros((T, N)); region = np.zeros(N)
-    rank_in_image = np.lexsort((np.arange(N), -pr.conf, pr.image))
-    bounds = np.searchsorted(pr.image[rank_in_image], np.arange(len(images) + 1))
-    for i, k in enumerate(images):
-        rows = rank_in_image[bounds[i]:bounds[i + 1]]
-        rows = rows[kept[rows]]
-        if not rows.size: continue
-        o, tk, io, rg = _image_outcomes(truth[k], pr, rows, class_list, thresholds, compare == ">", ignore_overlap == "iou", area_range)
-        outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = o, tk, io, rg
-    n_truth = np.zeros(len(class_list), np.int64)
-    for t in truth.values():
-        counted = ~t.crowd
-        if area_range is not None: counted &= (t.areas >= area_range[0]) & (t.areas <= area_range[1])
-        n_truth += (t.classes[counted][:, None] == class_list[None]).sum(0)
-    per_class = np.full((len(class_list), T), np.nan)
-    curves, rank = {}, np.full(N, -1, np.int64)
-    for ci, c in enumerate(class_list.tolist()):
-        sel = np.flatnonzero(kept & (pr.cls == c))
-        sel = sel[np.lexsort((sel, pr.image[sel], -pr.conf[sel]))]
-        rank[sel] = np.arange(sel.size)
-        for ti in range(T):
-            o = outcome[ti, sel]
-            use = (o == _TP) | (o == _FP)
-            curves[c, ti] = _curve(o[use] == _TP, pr.conf[sel][use], int(n_truth[ci]), mode)
-            per_class[ci, ti] = curves[c, ti].ap
+    outcome, taken, iou, region = _outcomes(truth, images, pr, kept, class_list, thresholds, compare == ">", ignore_overlap == "iou", area_range)
+    n_truth = _count_truth(truth, class_list, area_range)
+    per_class, curves, rank = _curves(outcome, pr, kept, class_list, n_truth, mode)
     has = n_truth > 0
     ap = float(per_class[has].mean()) if has.any() else np.nan
-    capped = np.array([int((~kept & (pr.cls == c)).sum()) for c in class_list.tolist()], np.int64)
-    n_pred = np.array([int((kept & (pr.cls == c)).sum()) for c in class_list.tolist()], np.int64)
+    ci = np.searchsorted(class_list, pr.cls)                                  # every prediction's class is evaluated
+    capped = np.bincount(ci[~kept], minlength=len(class_list)).astype(np.int64)
+    n_pred = np.bincount(ci[kept], minlength=len(class_list)).astype(np.int64)
     matches = dict(image=np.array(images, dtype=object)[pr.image] if N else np.zeros(0, object), prediction=np.arange(N), cls=pr.cls,
                    confidence=pr.conf, rank=rank, outcome=outcome, truth=taken, iou=iou, region=region)
     options = dict(mode=mode, compare=compare, ignore_overlap=ignore_overlap, max_dets=max_dets, area_range=area_range)
