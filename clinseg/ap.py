@@ -29,7 +29,11 @@ RECALL_POINTS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1)  # C
 # %% ../nbs/04_average_precision.ipynb #d8cceb9b
 def _empty_runs(): return np.zeros(0, np.int64), np.zeros(0, np.int64)
 
-def _runs_area(runs): return np.array([int(l.sum()) for _, l in runs], np.int64) if runs else np.zeros(0, np.int64)
+def _runs_area(runs):
+    "Pixels of each mask of a list of runs"
+    if not runs: return np.zeros(0, np.int64)
+    n = np.fromiter((len(l) for _, l in runs), np.int64, len(runs))
+    return np.bincount(np.repeat(np.arange(len(runs)), n), np.concatenate([l for _, l in runs]), minlength=len(runs)).astype(np.int64)
 
 @dataclass
 class ImageTruth:
@@ -338,7 +342,7 @@ def _pair_sums(code, weight, cells):
     "Distinct codes and the summed weight of each: a `bincount` over the cells when they are few, else a sort"
     if cells <= max(4 * code.size, 1 << 16):
         total = np.bincount(code, weight, minlength=cells)
-        where = np.flatnonzero(total)
+        where = np.flatnonzero(total != 0)
         return where, total[where]
     where, back = np.unique(code, return_inverse=True)
     return where, np.bincount(back.ravel(), weight)

@@ -222,7 +222,7 @@ def _coco_decode(texts, name=lambda k: ""):
         if j > 11: raise RLEError(f"{where(int(begins[size > 12][0]))}: a count of more than 12 characters (over 60 bits) is too large")
         more = np.flatnonzero(size > j)
         value[more] |= (c[begins[more] + j] & 0x1F).astype(np.int64) << (5 * j)
-    neg = np.flatnonzero(c[ends] & 0x10)                            # the sign bit of the last chunk
+    neg = np.flatnonzero((c[ends] & 0x10) != 0)                     # the sign bit of the last chunk
     value[neg] -= np.left_shift(1, 5 * size[neg])
     n = np.diff(np.concatenate([[0], np.cumsum(end)])[ends_at], prepend=0)   # numbers in each string
     return value, n
@@ -490,11 +490,23 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
     t, m = np.asarray(other_starts, np.int64), np.asarray(other_lengths, np.int64)
     e, f = s + l, t + m
     lo = np.searchsorted(f, s, side="right")   # first other run ending after s
-    hi = np.searchsorted(t, e, side="left")    # other runs starting before e
-    n = np.maximum(hi - lo, 0)
+    n = _count_starting_before(t, lo, e)       # other runs from there on that start before e
     i = np.repeat(np.arange(s.size), n)
-    j = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+    j = np.arange(i.size) + np.repeat(lo - (np.cumsum(n) - n), n)   # lo, lo + 1, ... for each run of the first set
     return i, j, np.minimum(e[i], f[j]) - np.maximum(s[i], t[j])
+
+def _count_starting_before(t, lo, e, steps=4):
+    "How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search past `steps`"
+    t = np.append(t, np.iinfo(np.int64).max)   # a start no run reaches, at the end
+    meets = t[lo] < e                          # the first step on every run, without indexing by `at`
+    n = meets.astype(np.int64)
+    at = np.flatnonzero(meets)
+    for k in range(1, steps):
+        at = at[t[np.minimum(lo[at] + k, t.size - 1)] < e[at]]
+        n[at] += 1
+        if not at.size: return n
+    n[at] = np.searchsorted(t[:-1], e[at], side="left") - lo[at]   # runs that cross many: a binary search
+    return n
 
 # %% ../nbs/01_rle.ipynb #aa50250f
 def _concat_runs(runs):
