@@ -7,7 +7,8 @@ Dice explorer's `offset` slider and checks that the shown value and the figure c
 `artifacts/browser/` (git-ignored; CI keeps them as artefacts). Every process it started is stopped, with an
 outer timeout on each wait.
 
-Skipped, with the reason, when Chromium or Playwright is missing. Set `CLINSEG_CHROMIUM` to use another browser.
+Skipped, with the reason, when Chromium or Playwright is missing; with `CLINSEG_REQUIRE_BROWSER=1` (CI) that is a
+failure instead. Set `CLINSEG_CHROMIUM` to use another Chromium-based browser.
 """
 import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request
 from pathlib import Path
@@ -79,6 +80,7 @@ def _stop(proc, url, token, runtime):
 def lab(tmp_path):
     "JupyterLab serving a temporary folder that holds a copy of the Dice chapter: (url, token, notebook name)"
     reason = _missing()
+    if reason and os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(f"CLINSEG_REQUIRE_BROWSER is set but {reason}")
     if reason: pytest.skip(reason)
     work, settings, runtime = tmp_path / "work", tmp_path / "settings", tmp_path / "runtime"
     work.mkdir()
