@@ -42,6 +42,45 @@ def _changes(flat, chunk=1 << 20):
         j = min(i + chunk, flat.size - 1)
         yield np.flatnonzero(flat[i + 1:j + 1] != flat[i:j]) + (i + 1)
 
+def _line_change_coords(b, chunk=1 << 20):
+    "Coordinates of the cells where b[..., k + 1] != b[..., k], compared slab by slab along b's memory-slowest axis so each slab stays in cache"
+    mem = np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
+    x = b.transpose(mem)
+    if mem[0] == b.ndim - 1 and x.flags.c_contiguous and (x.size // x.shape[0]) % 8 == 0:
+        return _plane_change_coords(x, mem, chunk)
+    ax = int(mem[0])                                     # slabs of consecutive memory
+    n = b.shape[ax] - (ax == b.ndim - 1)                 # positions along it in the comparison
+    step = max(1, chunk * n // max(b.size, 1))
+    found = []
+    for a in range(0, n, step):
+        c = min(a + step, n)
+        if ax == b.ndim - 1: hi, lo = b[..., a + 1:c + 1], b[..., a:c]   # slabs along the compared axis overlap by one
+        else:
+            cut = (slice(None),) * ax + (slice(a, c),)
+            hi, lo = b[cut][..., 1:], b[cut][..., :-1]
+        coords = _flat_nonzero_coords(hi != lo)
+        coords[ax] = coords[ax] + a
+        found.append(coords)
+    return [np.concatenate(c) for c in zip(*found)] if found else [np.zeros(0, np.int64)] * b.ndim
+
+def _plane_change_coords(x, mem, chunk):
+    "The same when the compared axis is the slowest in memory: consecutive planes XORed 8 bytes at a time, only changed words looked into"
+    plane = x.size // x.shape[0]                         # bytes in one plane
+    words = x.reshape(x.shape[0], plane).view(np.uint64)
+    step = max(1, chunk // plane)
+    found = []
+    for a in range(0, x.shape[0] - 1, step):
+        c = min(a + step, x.shape[0] - 1)
+        d = (words[a + 1:c + 1] ^ words[a:c]).reshape(-1)
+        w = np.flatnonzero(d != 0)                      # the few words where a plane differs from the one before
+        if not w.size: continue
+        k, byte = np.nonzero(d[w].view(np.uint8).reshape(-1, 8) != 0)
+        found.append(a * plane + w[k] * 8 + byte)
+    at = np.concatenate(found) if found else np.zeros(0, np.int64)
+    coords = [None] * x.ndim
+    for i, c in enumerate(np.unravel_index(at, x.shape)): coords[mem[i]] = c
+    return coords
+
 def _flat_nonzero_coords(x):
     "Coordinates of the True cells of `x`, found by scanning `x` in its memory order (fast for any layout)"
     mem = np.argsort([-abs(s) for s in x.strides], kind="stable")  # axes from the largest stride to the smallest
@@ -69,11 +108,11 @@ def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, an
         head, tail = [0] if flat[0] else [], [flat.size] if flat[-1] else []
         bounds = np.concatenate([head, *_changes(flat), tail]).astype(np.int64)
     else:
-        inner = _flat_nonzero_coords(b[..., 1:] != b[..., :-1])  # value changes inside a line
+        inner = _line_change_coords(b)  # value changes inside a line
         firsts, lasts = _flat_nonzero_coords(b[..., 0]), _flat_nonzero_coords(b[..., -1])
         line = lambda c: np.ravel_multi_index(c, lines).astype(np.int64) * n
         bounds = np.concatenate([line(inner[:-1]) + inner[-1] + 1, line(firsts), line(lasts) + n])
-        bounds.sort(kind="stable")
+        bounds.sort()
         same = bounds[1:] == bounds[:-1]  # a run ending a line and one starting the next: one run
         if same.any():
             keep = np.ones(bounds.size, bool)
