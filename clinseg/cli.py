@@ -184,5 +184,11 @@ def _decode(args):
     if not args.quiet: _say(f"clinseg: {args.output}: {'x'.join(map(str, shape))} mask, {int(mask.sum())} pixels")
     return 0
 
+# %% ../nbs/08_cli.ipynb #47f5aec8
+from .demo import DEMO_ARGUMENTS, DEMO_HELP, demo_command
+
+@subcommand("demo", DEMO_HELP, *DEMO_ARGUMENTS)
+def _demo(args): return demo_command(args)
+
 # %% ../nbs/08_cli.ipynb #778c6d7f
 if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())
