@@ -201,8 +201,11 @@ def format_runs(starts, lengths, convention) -> str:
     if not starts.size: return ""
     pairs = np.empty((starts.size, 2), np.int64)
     pairs[:, 0], pairs[:, 1] = starts + c.base, lengths
-    if not c.bar: return str(pairs.ravel().tolist())[1:-1].replace(",", "")   # Python's list repr is the fastest int formatting
-    return str(pairs.tolist())[2:-2].replace("], [", "|").replace(",", "") + "|"
+    text = str(pairs.ravel().tolist())[1:-1].replace(",", "")   # Python's list repr is the fastest int formatting
+    if not c.bar: return text
+    b = np.frombuffer(text.encode("ascii"), np.uint8).copy()
+    b[np.flatnonzero(b == 32)[1::2]] = ord("|")                  # every second space ends a pair: a bar
+    return b.tobytes().decode("ascii") + "|"
 
 # %% ../nbs/01_rle.ipynb #4549b4a6
 def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
