@@ -378,7 +378,8 @@ def _numbers(text, c):
     "All numbers of `text` as int64, fast when the text is well formed"
     raw = text.encode("ascii", "replace")
     fast = (not raw.translate(None, _ALLOWED[c.bar]) and raw[:1] not in b" |" and raw[-1:] != b" " and b"  " not in raw
-            and (not c.bar or (raw.endswith(b"|") and b"||" not in raw and b" |" not in raw and b"| " not in raw)))
+            and (not c.bar or (raw.endswith(b"|") and b"||" not in raw and b" |" not in raw and b"| " not in raw
+                               and raw.translate(None, b"0123456789") == b" |" * raw.count(b"|"))))  # exactly `s l|` per pair
     if fast:
         nums = np.fromstring(text.replace("|", " ") if c.bar else text, dtype=np.int64, sep=" ")
         if c.bar and raw.count(b"|") * 2 != nums.size: fast = False   # e.g. `1 2 3|`: pairs and bars disagree

@@ -857,17 +857,6 @@ def _items(sol, submission, comp, report, bar):
             if i not in rejoined: yield i, t, _NO_OBJECTS, sol.shapes[i]
 
 # %% ../nbs/07_submissions.ipynb #acfa43b2
-def _merged(starts, lengths):
-    "Runs sorted, with touching or overlapping runs merged"
-    s, l = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
-    if s.size < 2: return s, l
-    by = np.argsort(s, kind="stable"); s, e = s[by], (s + l)[by]
-    reach = np.maximum.accumulate(e)
-    new = np.concatenate([[True], s[1:] > reach[:-1]])
-    first = np.flatnonzero(new)
-    last = np.concatenate([first[1:], [s.size]]) - 1
-    return s[first], reach[last] - s[first]
-
 def _nearest_index(n_in, n_out):
     "Input index under each output pixel's centre, summed step by step in float64 as Pillow's NEAREST does"
     step = n_in / n_out
@@ -954,7 +943,7 @@ def write_wad(path, predictions, shape=WAD_SHAPE, overwrite=False):
             if isinstance(obj, np.ndarray) and obj.ndim == 2:
                 if obj.shape != tuple(shape): raise ValueError(f"prediction {k}: mask of shape {obj.shape}, WAD frames are {shape}")
                 s, l = mask_to_runs(obj, "C")
-            else: s, l = _merged(*obj)
+            else: s, l = merge_touching_runs(*obj)
             if not s.size: continue
             if s[0] < 0 or s[-1] + l[-1] > size: raise ValueError(f"prediction {k}: runs outside the {shape[0]}x{shape[1]} frame")
             f.write(f"{i},{int(lab)},{float(conf)!r},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n")
