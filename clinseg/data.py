@@ -253,9 +253,9 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
 
 # %% ../nbs/06_data.ipynb #394dd936
 import csv
-from .rle import encode, format_runs, mask_to_runs
+from .rle import encode, find_overlaps, format_runs, mask_to_runs
 from .dice import neopolyp_classes
-from .instances import find_overlaps, label_to_runs, synthetic_nuclei
+from .instances import label_to_runs, synthetic_nuclei
 from .ap import WAD_BACKGROUND, WAD_IGNORE, synthetic_scene
 
 # %% ../nbs/06_data.ipynb #ff81b9d2

@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 import numpy as np
 from .rle import *
 from .dice import dice_from_counts, neopolyp_classes, NEOPOLYP_CLASSES
-from .instances import dsb_image_score, find_overlaps, label_to_runs
+from .instances import dsb_image_score, label_to_runs
 from .ap import WAD_CLASSES, average_precision, read_wad_label
 
 # %% auto #0
