@@ -184,7 +184,7 @@ def _decode(args):
     if not args.quiet: _say(f"clinseg: {args.output}: {'x'.join(map(str, shape))} mask, {int(mask.sum())} pixels")
     return 0
 
-# %% ../nbs/08_cli.ipynb #47f5aec8
+# %% ../nbs/08_cli.ipynb #2b7240f5
 from .demo import DEMO_ARGUMENTS, DEMO_HELP, demo_command
 
 @subcommand("demo", DEMO_HELP, *DEMO_ARGUMENTS)
