@@ -165,6 +165,20 @@ class _Runs(NamedTuple):
         by = np.argsort(self.obj, kind="stable")
         return list(zip(np.split(self.starts[by], cut), np.split(self.lengths[by], cut)))
 
+def _first_not_whole(x):
+    "Position of the first value of `x` that is not a whole number (-1 when all are): floats are never truncated silently"
+    x = np.asarray(x).reshape(-1)
+    if x.dtype.kind in "iu" or not x.size: return -1
+    if x.dtype.kind != "f": return 0
+    bad = np.flatnonzero(~np.isfinite(x) | (x != np.round(x)))
+    return int(bad[0]) if bad.size else -1
+
+def _check_whole(starts, lengths, what):
+    "A clear error when the starts or lengths of one object's runs are not whole numbers"
+    for name, x in (("starts", starts), ("lengths", lengths)):
+        k = _first_not_whole(x)
+        if k >= 0: raise ValueError(f"{what}: run {name} must be whole numbers, not {np.asarray(x).reshape(-1)[k]}")
+
 def _check_list_runs(r, size, side):
     "Every object's runs positive, inside the image, sorted and disjoint: checked on all objects at once"
     s, l, m = r.starts, r.lengths, r.obj
@@ -191,8 +205,12 @@ def _side_runs(objs, tags, order, convention, shape, side) -> _Runs:
     if "runs" in tags and (n != np.fromiter(map(len, lengths), np.int64, len(runs))).any():
         k = int(np.flatnonzero(n != np.fromiter(map(len, lengths), np.int64, len(runs)))[0])
         raise ValueError(f"{side} object {k}: {len(runs[k][0])} starts but {len(runs[k][1])} lengths")
-    cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
     s, l = cat(starts), cat(lengths)
+    for name, x in (("starts", s), ("lengths", l)):
+        k = _first_not_whole(x)
+        if k >= 0: raise ValueError(f"{side} object {np.searchsorted(np.cumsum(n), k, 'right')}: run {name} must be whole numbers, not {x[k]}")
+    s, l = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False)
     upto = np.concatenate([[0], np.cumsum(l)])                 # each object's runs are one block: areas from one cumulative sum
     ends = np.cumsum(n)
     r = _Runs(s, l, np.repeat(np.arange(len(runs)), n), np.arange(len(runs), dtype=np.int64), upto[ends] - upto[ends - n])
@@ -277,7 +295,11 @@ DSB_THRESHOLDS = tuple(Fraction(k, 20) for k in range(10, 20))  # 0.50, 0.55, ..
 def _exact(thresholds):
     "Thresholds as exact fractions: the decimal a float was written as (0.55 is 11/20, not 0.55000000000000004...)"
     if thresholds is None: return DSB_THRESHOLDS
-    out = tuple(t if isinstance(t, Fraction) else Fraction(repr(float(t))) for t in np.atleast_1d(thresholds).tolist())
+    values = np.ravel(thresholds).tolist()
+    if not values: raise ValueError("no thresholds: pass at least one, or None for 0.50, 0.55, ..., 0.95")
+    bad = [t for t in values if not isinstance(t, Fraction) and not np.isfinite(float(t))]
+    if bad: raise ValueError(f"threshold {bad[0]} is not a finite number")
+    out = tuple(t if isinstance(t, Fraction) else Fraction(repr(float(t))) for t in values)
     bad = [t for t in out if not Fraction(1, 2) <= t < 1]
     if bad: raise ValueError(f"threshold {float(bad[0])} is outside [0.5, 1): below 0.5 one object can match several, "
                              "so the DSB count of matches is no longer one-to-one")
@@ -367,7 +389,9 @@ def dsb_score(pairs,           # {image id: (truth, pred)} or a list of (truth, 
     items = list(pairs.items()) if isinstance(pairs, dict) else list(enumerate(pairs))
     ids, images = [], []
     for key, pair in items:
-        if len(pair) not in (2, 3): raise ValueError(f"image {key}: expected (truth, pred) or (truth, pred, shape), got {len(pair)} items")
+        if not isinstance(pair, (tuple, list)) or len(pair) not in (2, 3):
+            got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else f"a {type(pair).__name__}"
+            raise ValueError(f"image {key}: expected (truth, pred) or (truth, pred, shape), got {got}")
         truth, pred, *shape = pair
         try: images.append(dsb_image_score(truth, pred, thresholds, empty, shape=shape[0] if shape else None, **kwargs))
         except (ValueError, TypeError) as e: raise type(e)(f"image {key}: {e}") from None
@@ -377,6 +401,18 @@ def dsb_score(pairs,           # {image id: (truth, pred)} or a list of (truth, 
     return DSBScore(float(scores.mean()), ids, scores, images)
 
 # %% ../nbs/03_instances.ipynb #aa7dcde0
+def _label_ids(ids, n, dtype):
+    "Ids for n objects of a label image: integers, > 0, distinct and representable in `dtype`, or a clear error"
+    ids = np.asarray(ids).reshape(-1)
+    if len(ids) != n: raise ValueError(f"{len(ids)} ids for {n} objects")
+    if not ids.size: return ids.astype(np.int64)
+    if ids.dtype.kind not in "iu": raise TypeError(f"ids must be integers, not {ids.dtype}")
+    if ids.min() <= 0: raise ValueError(f"id {ids.min()} is not > 0: 0 is the background of a label image")
+    if ids.max() > np.iinfo(dtype).max: raise ValueError(f"id {ids.max()} does not fit in {np.dtype(dtype).name}: pass a wider dtype")
+    values, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any(): raise ValueError(f"id {values[counts > 1][0]} is given to {counts[counts > 1][0]} objects: a label image would merge them")
+    return ids
+
 def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengths)
                    shape,      # shape of the label image
                    order="C",  # pixel order of the runs
@@ -386,8 +422,8 @@ def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengt
     "Instance label image from objects given as runs; objects must not overlap"
     shape = tuple(int(s) for s in shape)
     axes = _axes(order, len(shape))
-    ids = np.arange(1, len(runs) + 1) if ids is None else np.asarray(ids)
-    if len(ids) != len(runs): raise ValueError(f"{len(ids)} ids for {len(runs)} objects")
+    ids = _label_ids(np.arange(1, len(runs) + 1) if ids is None else ids, len(runs), dtype)
+    for k, (s, l) in enumerate(runs): _check_whole(s, l, f"object {k}")
     i, j, shared = find_overlaps(runs)
     if i.size: raise ValueError(f"objects {i[0]} and {j[0]} overlap ({shared[0]} pixels): a label image cannot hold both")
     s, l, k = _concat_runs(runs)
