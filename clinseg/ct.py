@@ -38,7 +38,9 @@ def _series_files(folder):
             hint = f"; it has subfolders {', '.join(subs[:5])}: pass one of them" if subs else ""
             raise DicomSeriesError(f"no files in {folder}{hint}")
         return files
-    return [Path(f) for f in folder]
+    files = [Path(f) for f in folder]
+    if not files: raise DicomSeriesError("no files given: pass a folder or a non-empty list of files")
+    return files
 
 # %% ../nbs/05_ct.ipynb #2de502c8
 def _read_slices(files):
@@ -162,6 +164,24 @@ def _rescale(ds):
     slope, intercept = _numbers(ds, "RescaleSlope"), _numbers(ds, "RescaleIntercept")
     return (1.0 if slope is None else slope[0]), (0.0 if intercept is None else intercept[0])
 
+def _hu_volume(slices, # (path, dataset) pairs in slice order
+               rows,   # Rows of every slice
+               cols,   # Columns of every slice
+              ) -> np.ndarray:
+    "HU of the slices in one float32 array, each slice with its own slope and intercept; an error names a file whose pixels cannot be read"
+    hu = np.empty((len(slices), rows, cols), np.float32)
+    for k, (f, ds) in enumerate(slices):
+        slope, intercept = _rescale(ds)
+        try: pix = _pixels(ds)
+        except Exception as e: raise DicomSeriesError(f"{f.name}: its pixel data cannot be read ({e})") from None
+        if pix.shape != (rows, cols): raise DicomSeriesError(f"{f.name}: pixel data has shape {pix.shape}, Rows/Columns say {(rows, cols)}")
+        if slope == 1.0: np.add(pix, np.float32(intercept), out=hu[k], dtype=np.float32)  # one pass
+        else:
+            np.multiply(pix, np.float32(slope), out=hu[k], dtype=np.float32)
+            if intercept: hu[k] += np.float32(intercept)
+        del ds.PixelData  # free the raw bytes as soon as they are decoded
+    return hu
+
 # %% ../nbs/05_ct.ipynb #d4dd78ae
 @dataclass(repr=False)
 class CTSeries:
@@ -211,7 +231,18 @@ def read_dicom_series(folder,          # a folder of DICOM slices, or a list of 
     if not slices:
         why = "; ".join(f"{f.name}: {r}" for f, r in skipped[:5])
         raise DicomSeriesError(f"no image slices among {len(files)} files ({why})")
-    slices = _one_series(slices, series_uid)
+    try: return _series_of(_one_series(slices, series_uid), skipped, gap_tol, orient_tol)
+    except DicomSeriesError as e:
+        if not skipped: raise
+        why = "; ".join(f"{f.name}: {r}" for f, r in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+        raise DicomSeriesError(f"{e}\n({len(skipped)} file(s) skipped as not slices: {why})") from None
+
+def _series_of(slices,     # (path, dataset) pairs of one series
+               skipped,    # (path, reason) pairs of the files left out
+               gap_tol,    # as in `read_dicom_series`
+               orient_tol, # as in `read_dicom_series`
+              ) -> CTSeries:
+    "The checked geometry and HU volume of one series' slices"
     names = [f for f, _ in slices]
     geo = [_geometry(f, ds) for f, ds in slices]
     _check_same(names, [g[1] for g in geo], "orientations (ImageOrientationPatient)", orient_tol)
@@ -228,17 +259,7 @@ def read_dicom_series(folder,          # a folder of DICOM slices, or a list of 
         between = _numbers(slices[0][1], "SpacingBetweenSlices")
         step = between[0] if between else (thickness or 1.0)
         vec = normal * step
-    hu = np.empty((len(slices), rows, cols), np.float32)
-    for k, i in enumerate(order):
-        f, ds = slices[i]
-        slope, intercept = _rescale(ds)
-        pix = _pixels(ds)
-        if pix.shape != (rows, cols): raise DicomSeriesError(f"{f.name}: pixel data has shape {pix.shape}, Rows/Columns say {(rows, cols)}")
-        if slope == 1.0: np.add(pix, np.float32(intercept), out=hu[k], dtype=np.float32)  # one pass
-        else:
-            np.multiply(pix, np.float32(slope), out=hu[k], dtype=np.float32)
-            if intercept: hu[k] += np.float32(intercept)
-        del ds.PixelData  # free the raw bytes as soon as they are decoded
+    hu = _hu_volume([slices[i] for i in order], rows, cols)
     header = slices[order[0]][1]
     affine = np.eye(4)
     affine[:3, :3] = np.stack([vec, y_dir * dr, x_dir * dc], axis=1)
@@ -297,15 +318,21 @@ def read_nifti_label(path, # a .nii or .nii.gz label file
     path = Path(path)
     try: img = nib.load(str(path))
     except Exception as e: raise ValueError(f"{path.name}: cannot be read as NIfTI ({e})") from e
-    if len(img.shape) != 3: raise ValueError(f"{path.name}: a label volume must be 3-D, this one has shape {img.shape}")
-    data = np.asarray(img.dataobj)
-    if data.dtype.kind == "f":
-        if not np.array_equal(data, np.round(data)): raise ValueError(f"{path.name}: holds non-integer values, it is not a label")
-        data = data.astype(np.uint8 if data.min() >= 0 and data.max() < 256 else np.int32)
-    elif data.dtype.kind not in "biu": raise ValueError(f"{path.name}: holds {data.dtype} values, it is not a label")
     if img.header["sform_code"] == 0 and img.header["qform_code"] == 0:
         raise ValueError(f"{path.name}: neither sform nor qform is set, so the file does not say where its voxels are")
-    return NiftiLabel(data, np.asarray(img.affine, float), path)
+    return NiftiLabel(_label_data(img.dataobj, path.name), np.asarray(img.affine, float), path)
+
+def _label_data(data, # the label's array
+                what, # how to name it in an error (the file's name)
+               ) -> np.ndarray:
+    "A 3-D integer label array; float arrays holding whole numbers are converted; anything else is an error naming `what`"
+    data = np.asarray(data)
+    if data.ndim != 3: raise ValueError(f"{what}: a label volume must be 3-D, this one has shape {data.shape}")
+    if data.dtype.kind == "f":
+        if not np.array_equal(data, np.round(data)): raise ValueError(f"{what}: holds non-integer values, it is not a label")
+        data = data.astype(np.uint8 if data.min() >= 0 and data.max() < 256 else np.int32)
+    elif data.dtype.kind not in "biu": raise ValueError(f"{what}: holds {data.dtype} values, it is not a label")
+    return data
 
 # %% ../nbs/05_ct.ipynb #635277e6
 class GridMismatchError(ValueError):
@@ -339,14 +366,23 @@ def _mismatch(lab_affine, affine, drift):
     return f"axes are rotated: a CT axis is {angle:.3g}° away from the nearest label axis{far}{hint}"
 
 # %% ../nbs/05_ct.ipynb #2b655dd2
+def _as_nifti_label(label) -> NiftiLabel:
+    "A NiftiLabel from a NiftiLabel, a nibabel image or a path, its array checked; an error for anything without an affine"
+    if isinstance(label, (str, Path)): return read_nifti_label(label)
+    if isinstance(label, NiftiLabel): return NiftiLabel(_label_data(label.data, "the label"), np.asarray(label.affine, float), label.path)
+    if hasattr(label, "dataobj") and hasattr(label, "affine"):
+        name = getattr(label, "get_filename", lambda: None)() or "the nibabel image"
+        return NiftiLabel(_label_data(label.dataobj, Path(name).name), np.asarray(label.affine, float))
+    raise TypeError(f"label must be a NiftiLabel, a nibabel image or a path, not {type(label).__name__}: a bare array does not say "
+                    "where its voxels are (wrap it as NiftiLabel(array, affine))")
+
 def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a NIfTI file
                 series,          # the CTSeries whose voxel grid the label must be put on
                 tol=0.01,        # largest allowed displacement of any voxel, in voxels
                 trust="affine",  # 'affine': use the label's affine; 'baseline': ignore it, assume (column, row, slice) as the course's baseline
                ) -> np.ndarray:  # the label on the series' voxels, axes (slice, row, column)
     "A NIfTI label on a CT series' voxel grid, by axis permutations and flips only; an error says how grids differ"
-    if isinstance(label, (str, Path)): label = read_nifti_label(label)
-    elif not isinstance(label, NiftiLabel): label = NiftiLabel(np.asarray(label.dataobj), np.asarray(label.affine, float))
+    label = _as_nifti_label(label)
     shape, affine = _grid_of(series)
     data = label.data
     if trust == "baseline":
@@ -423,6 +459,39 @@ def _shared_or_frame(seg, i, group, tag):
     return None
 
 # %% ../nbs/05_ct.ipynb #323783b2
+def _frame_slice(seg,    # the SEG dataset
+                 i,      # frame index
+                 series, # the CTSeries
+                 match,  # 'auto', 'uid' or 'position', as in `read_dicom_seg`
+                 tol,    # allowed position mismatch, in voxels
+                 name,   # the SEG file's name, for errors
+                ) -> int:
+    "The series slice frame i lies on: by referenced SOP UID and/or by position, which must agree"
+    uid, pos, _ = _frame_geometry(seg, i)
+    iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
+    if iop is not None:
+        d = series.direction
+        if np.abs(np.array(iop) - np.concatenate([d[:, 2], d[:, 1]])).max() > 1e-3:
+            raise ValueError(f"{name}: frame {i + 1} has orientation {iop}, the series' slices another")
+    at = None
+    if pos is not None:
+        inv = np.linalg.inv(series.affine)
+        idx = inv[:3, :3] @ pos + inv[:3, 3]
+        if np.abs(idx[1:]).max() > tol or abs(idx[0] - round(idx[0])) > tol or not 0 <= round(idx[0]) < series.shape[0]:
+            raise ValueError(f"{name}: frame {i + 1} at {np.round(pos, 3).tolist()} is not on a slice of the series "
+                             f"(voxel {np.round(idx, 3).tolist()})")
+        at = int(round(idx[0]))
+    ref = series.sop_uids.index(uid) if uid and uid in series.sop_uids else None
+    if match != "position" and ref is not None:
+        if at is not None and at != ref:
+            raise ValueError(f"{name}: frame {i + 1} references slice {ref} ({series.files[ref].name}) "
+                             f"but its position is that of slice {at}")
+        at = ref
+    elif match == "uid":
+        raise ValueError(f"{name}: frame {i + 1} references {uid}, which is not a slice of the series")
+    if at is None: raise ValueError(f"{name}: frame {i + 1} has neither a known referenced slice nor a position")
+    return at
+
 def read_dicom_seg(path,          # a DICOM SEG file
                    series,        # the CTSeries it segments
                    match="auto",  # put frames on slices by 'uid', by 'position', or 'auto' (uid when referenced, checked against position)
@@ -431,7 +500,8 @@ def read_dicom_seg(path,          # a DICOM SEG file
     "A DICOM SEG's frames as boolean masks on the voxels of the series they reference"
     from pydicom import dcmread
     path = Path(path)
-    seg = dcmread(path)
+    try: seg = dcmread(path)
+    except Exception as e: raise ValueError(f"{path.name}: cannot be read as DICOM ({e})") from None
     if str(seg.get("SOPClassUID", "")) != "1.2.840.10008.5.1.4.1.1.66.4": raise ValueError(f"{path.name}: not a DICOM SEG")
     if match not in ("auto", "uid", "position"): raise ValueError(f"match must be 'auto', 'uid' or 'position', not {match!r}")
     shape = series.shape
@@ -444,32 +514,7 @@ def read_dicom_seg(path,          # a DICOM SEG file
     frames = frames.reshape(-1, *shape[1:])
     if str(seg.get("SegmentationType", "BINARY")) == "FRACTIONAL":
         frames = frames >= int(seg.get("MaximumFractionalValue", 255)) / 2
-    inv = np.linalg.inv(series.affine)
-    by_uid = {u: k for k, u in enumerate(series.sop_uids) if u}
-    slices = np.empty(len(frames), int)
-    for i in range(len(frames)):
-        uid, pos, _ = _frame_geometry(seg, i)
-        iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
-        if iop is not None:
-            d = series.direction
-            if np.abs(np.array(iop) - np.concatenate([d[:, 2], d[:, 1]])).max() > 1e-3:
-                raise ValueError(f"{path.name}: frame {i + 1} has orientation {iop}, the series' slices another")
-        at = None
-        if pos is not None:
-            idx = inv[:3, :3] @ pos + inv[:3, 3]
-            if np.abs(idx[1:]).max() > tol or abs(idx[0] - round(idx[0])) > tol or not 0 <= round(idx[0]) < shape[0]:
-                raise ValueError(f"{path.name}: frame {i + 1} at {np.round(pos, 3).tolist()} is not on a slice of the series "
-                                 f"(voxel {np.round(idx, 3).tolist()})")
-            at = int(round(idx[0]))
-        if match != "position" and uid is not None and uid in by_uid:
-            if at is not None and at != by_uid[uid]:
-                raise ValueError(f"{path.name}: frame {i + 1} references slice {by_uid[uid]} ({series.files[by_uid[uid]].name}) "
-                                 f"but its position is that of slice {at}")
-            at = by_uid[uid]
-        elif match == "uid":
-            raise ValueError(f"{path.name}: frame {i + 1} references {uid}, which is not a slice of the series")
-        if at is None: raise ValueError(f"{path.name}: frame {i + 1} has neither a known referenced slice nor a position")
-        slices[i] = at
+    slices = np.array([_frame_slice(seg, i, series, match, tol, path.name) for i in range(len(frames))], int)
     names = {int(s.SegmentNumber): str(s.get("SegmentLabel", "")) for s in seg.get("SegmentSequence", [])}
     masks = {k: np.zeros(shape, bool) for k in sorted(names) or [1]}
     for i, frame in enumerate(frames):
