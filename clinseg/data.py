@@ -285,6 +285,17 @@ def _write_image(path, array, **kwargs):
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(array).save(path, **kwargs)
 
+def _dataset_root(folder) -> Path:
+    "The dataset's folder, created"
+    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    return root
+
+def _splits(n_train, # training samples
+            n_test,  # test samples
+           ) -> list:
+    "(k, 'train' or 'test') of each sample a generator writes, training samples first"
+    return [(k, "train" if k < n_train else "test") for k in range(n_train + n_test)]
+
 def _hex_id(*parts, n=64):
     "A stable hex id (like the competitions' ids) from the parts"
     return hashlib.sha256("-".join(map(str, parts)).encode()).hexdigest()[:n]
@@ -331,13 +342,14 @@ def read_dsb_sample(folder,        # a sample folder `<id>/` holding `images/<id
                     masks="auto",  # True: masks required; False: image only; "auto": masks when `masks/` exists
                    ) -> DSBSample:
     "Read one DSB 2018 sample folder: RGBA image and instance label image, with overlapping masks reported"
-    folder = Path(folder)
-    if not folder.is_dir(): raise DatasetError(f"{folder}: missing (a DSB sample folder <id>/)")
+    if masks not in (True, False, "auto"): raise ValueError(f"masks must be True, False or 'auto', not {masks!r}")
+    folder = _need(folder, "a DSB sample folder <id>/")
+    if not folder.is_dir(): raise DatasetError(f"{folder}: is a file, expected a DSB sample folder <id>/")
     image = _dsb_rgba(folder / "images" / f"{folder.name}.png")
     mdir = folder / "masks"
     if masks is False or (masks == "auto" and not mdir.exists()): return DSBSample(folder.name, image, None, [], [])
-    if not mdir.is_dir(): raise DatasetError(f"{mdir}: missing (one PNG per nucleus)")
-    files = sorted(mdir.glob("*.png"))
+    if not _need(mdir, "one PNG per nucleus").is_dir(): raise DatasetError(f"{mdir}: is a file, expected a folder of mask PNGs")
+    files = sorted(p for p in mdir.iterdir() if p.suffix.lower() == ".png")   # '.PNG' too: a mask left out would be a nucleus lost
     if not files: raise DatasetError(f"{mdir}: no mask PNG in this folder")
     labels = np.zeros(image.shape[:2], np.int32)
     runs = []
@@ -405,10 +417,9 @@ def dsb_dataset(folder,               # where to write the stage-1 layout
                 seed=0,               # random seed
                ) -> DSBDataset:
     "Write a small synthetic DSB 2018 stage-1 dataset in the competition's exact layout"
-    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    root = _dataset_root(folder)
     truth, style_of, ids = {}, {}, {"train": [], "test": []}
-    for k in range(n_train + n_test):
-        split = "train" if k < n_train else "test"
+    for k, split in _splits(n_train, n_test):
         shape, style = tuple(shapes[k % len(shapes)]), styles[k % len(styles)]
         i = _hex_id("clinseg-dsb", seed, k)
         grey, labels = synthetic_nuclei(shape, max(1, round(nuclei * shape[0] * shape[1] / 65536)), seed=seed * 1000 + k)
@@ -520,10 +531,9 @@ def neopolyp_dataset(folder,                # where to write the Kaggle layout
                      quality=75,            # JPEG quality of images and masks
                     ) -> NeoPolypDataset:
     "Write a small synthetic NeoPolyp dataset in the Kaggle layout (JPEG images, RGB JPEG masks)"
-    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    root = _dataset_root(folder)
     truth, ids = {}, {"train": [], "test": []}
-    for k in range(n_train + n_test):
-        split = "train" if k < n_train else "test"
+    for k, split in _splits(n_train, n_test):
         i = _hex_id("clinseg-neopolyp", seed, k, n=32)
         img, lab = synthetic_polyp_image(tuple(shapes[k % len(shapes)]), 1 + k % 2, seed * 1000 + k)
         _write_image(root / f"{split}/{split}" / f"{i}.jpeg", img, quality=quality)
@@ -599,10 +609,9 @@ def wad_dataset(folder,            # where to write the layout
                 quality=90,        # JPEG quality of the colour frames
                ) -> WADDataset:
     "Write a small synthetic WAD 2018 dataset: colour JPEG frames and 16-bit instance label PNGs"
-    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    root = _dataset_root(folder)
     truth, preds, ids = {}, {}, {"train": [], "test": []}
-    for k in range(n_train + n_test):
-        split = "train" if k < n_train else "test"
+    for k, split in _splits(n_train, n_test):
         name = _wad_frame_name(seed, k)
         lab, p = synthetic_scene(tuple(shape), n_objects, 2 * n_objects, seed=seed * 1000 + k)
         _write_image(root / ("train_color" if split == "train" else "test") / f"{name}.jpg", wad_frame_rgb(lab, seed * 1000 + k), quality=quality)
