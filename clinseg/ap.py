@@ -11,6 +11,7 @@ import numpy as np
 from .rle import *
 from .rle import _check_runs_fit
 from .instances import label_to_runs
+from .instances import _check_whole, _first_not_whole, _side_runs
 
 # %% auto #0
 __all__ = ['WAD_CLASSES', 'WAD_LABEL_CLASSES', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'THRESHOLDS', 'COCO_THRESHOLDS',
@@ -29,12 +30,6 @@ RECALL_POINTS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1)  # C
 # %% ../nbs/04_average_precision.ipynb #d8cceb9b
 def _empty_runs(): return np.zeros(0, np.int64), np.zeros(0, np.int64)
 
-def _runs_area(runs):
-    "Pixels of each mask of a list of runs"
-    if not runs: return np.zeros(0, np.int64)
-    n = np.fromiter((len(l) for _, l in runs), np.int64, len(runs))
-    return np.bincount(np.repeat(np.arange(len(runs)), n), np.concatenate([l for _, l in runs]), minlength=len(runs)).astype(np.int64)
-
 @dataclass
 class ImageTruth:
     "True objects of one image as runs: a class each, crowd flags, and the image's ignore region"
@@ -47,13 +42,17 @@ class ImageTruth:
 
     def __post_init__(self):
         n = len(self.runs)
-        self.classes = np.asarray(self.classes, np.int64).reshape(-1)
+        self.shape = tuple(int(s) for s in self.shape)
+        classes = np.asarray(self.classes).reshape(-1)
+        k = _first_not_whole(classes)
+        if k >= 0: raise ValueError(f"object {k}: class {classes[k]} is not a whole number")
+        self.classes = classes.astype(np.int64)
         self.crowd = np.zeros(n, bool) if self.crowd is None else np.asarray(self.crowd, bool).reshape(-1)
         self.ids = np.arange(n, dtype=np.int64) if self.ids is None else np.asarray(self.ids, np.int64)
         for name in ("classes", "crowd", "ids"):
             if len(getattr(self, name)) != n: raise ValueError(f"{len(getattr(self, name))} {name} for {n} objects")
-
-        self._areas = _runs_area(self.runs)
+        self._areas = _side_runs(self.runs, ["runs"] * n, "C", None, self.shape, "truth").areas()   # runs checked against the image
+        self.ignore = _object_runs(self.ignore, self.shape, "C", "ignore region")
 
     @property
     def areas(self): return self._areas
@@ -76,7 +75,8 @@ def _object_runs(obj, shape, order, what):
             raise ValueError(f"{what}: mask of shape {obj.shape}, the image is {'x'.join(map(str, shape))}")
         return mask_to_runs(obj, order)
     if isinstance(obj, (tuple, list)) and len(obj) == 2:
-        s, l = np.asarray(obj[0], np.int64).reshape(-1), np.asarray(obj[1], np.int64).reshape(-1)
+        _check_whole(obj[0], obj[1], what)
+        s, l = np.asarray(obj[0]).astype(np.int64, copy=False).reshape(-1), np.asarray(obj[1]).astype(np.int64, copy=False).reshape(-1)
         if s.size != l.size: raise ValueError(f"{what}: {s.size} starts but {l.size} lengths")
         try: _check_runs_fit(s, l, int(np.prod(shape)) if shape is not None else 1 << 62)
         except ValueError as e: raise ValueError(f"{what}: {e}") from None
@@ -222,13 +222,17 @@ def _check_all_runs(runs, sizes, predictions, truth, order):
     n = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
     bad = np.flatnonzero(n != np.fromiter((len(r[1]) for r in runs), np.int64, len(runs)))
     if not bad.size:
-        cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
+        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
         s, l = cat([r[0] for r in runs]), cat([r[1] for r in runs])
         owner = np.repeat(np.arange(len(runs)), n)
-        wrong = (s < 0) | (l <= 0) | (s + l > sizes[owner])
-        wrong[1:] |= (owner[1:] == owner[:-1]) & (s[1:] < (s + l)[:-1])
-        if not wrong.any(): return s, l, owner
-        bad = owner[wrong]
+        odd = [k for k in (_first_not_whole(s), _first_not_whole(l)) if k >= 0]   # floats are never truncated
+        if odd: bad = owner[[min(odd)]]
+        else:
+            s, l = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False)
+            wrong = (s < 0) | (l <= 0) | (s + l > sizes[owner])
+            wrong[1:] |= (owner[1:] == owner[:-1]) & (s[1:] < (s + l)[:-1])
+            if not wrong.any(): return s, l, owner
+            bad = owner[wrong]
     k = int(bad[0])
     im = _prediction_fields(predictions[k], k)[0]
     _object_runs(runs[k], truth[im].shape, order, f"prediction {k} (image {im!r})")   # raises with the reason
@@ -454,8 +458,7 @@ class PRCurve:
     precision: np.ndarray   # same points
     confidence: np.ndarray  # confidence of each of those predictions
     n_truth: int            # counted true objects of the class
-    ap: float               # the AP of this curve (nan without true objects)
-    mode: str = "coco101"
+    mode: str = "coco101"   # how `ap` integrates the curve: "coco101" or "cityscapes"
 
     @property
     def envelope(self):
@@ -469,9 +472,11 @@ class PRCurve:
         env = self.envelope
         return np.where(i < env.size, env[np.minimum(i, max(env.size - 1, 0))] if env.size else 0, 0.)
 
-def _ap_coco101(recall, precision):
-    "Mean of the envelope at the 101 recall levels"
-    return float(PRCurve(recall, precision, recall, 0, 0.).sampled.mean())
+    @property
+    def ap(self):
+        "AP of this curve: mean of the 101 samples (coco101) or the integrated raw curve (cityscapes); nan without true objects"
+        if not self.n_truth: return np.nan
+        return float(self.sampled.mean()) if self.mode == "coco101" else _ap_cityscapes(self.recall, self.precision, self.confidence)
 
 def _ap_cityscapes(recall, precision, confidence):
     "Cityscapes' integration of the raw curve: one point per distinct confidence, plus (0, 1)"
@@ -481,13 +486,6 @@ def _ap_cityscapes(recall, precision, confidence):
     p = np.concatenate([[1.], precision[last]])
     padded = np.concatenate([[0.], r, r[-1:]])
     return float(p @ ((padded[2:] - padded[:-2]) / 2))
-
-def _curve(is_tp, confidence, n_truth, mode):
-    tp = np.cumsum(is_tp); fp = np.cumsum(~is_tp)
-    recall = tp / n_truth if n_truth else np.zeros(tp.size)
-    precision = _ratio(tp, tp + fp)
-    ap = np.nan if not n_truth else _ap_coco101(recall, precision) if mode == "coco101" else _ap_cityscapes(recall, precision, confidence)
-    return PRCurve(recall, precision, confidence, n_truth, ap, mode)
 
 def _curves(outcome, pr, kept, classes, n_truth, mode):
     "Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) outcomes"
@@ -505,17 +503,10 @@ def _curves(outcome, pr, kept, classes, n_truth, mode):
         nt, conf = int(n_truth[ci]), pr.conf[sel]
         recall = tp / nt if nt else np.zeros(tp.shape)
         precision = _ratio(tp, tp + fp)
-        envelope = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]  # repeated points change neither the envelope nor the samples
         for ti in range(T):
             u = used[ti]
-            if not nt: ap = np.nan
-            elif mode == "cityscapes": ap = _ap_cityscapes(recall[ti, u], precision[ti, u], conf[u])
-            elif not sel.size: ap = 0.
-            else:
-                at = np.searchsorted(recall[ti], RECALL_POINTS, side="left")
-                ap = float(np.where(at < sel.size, envelope[ti, np.minimum(at, sel.size - 1)], 0.).mean())
-            curves[c, ti] = PRCurve(recall[ti, u], precision[ti, u], conf[u], nt, ap, mode)
-            per_class[ci, ti] = ap
+            curves[c, ti] = PRCurve(recall[ti, u], precision[ti, u], conf[u], nt, mode)
+            per_class[ci, ti] = curves[c, ti].ap
     return per_class, curves, rank
 
 # %% ../nbs/04_average_precision.ipynb #914b07f0
@@ -538,15 +529,18 @@ class APResult:
     @property
     def class_ap(self): return dict(zip(self.classes.tolist(), np.mean(self.per_class, 1).tolist()))
 
-    def curve(self, cls, threshold): 
+    def curve(self, cls, threshold):
         "PRCurve of class `cls` at the threshold `threshold` (a value of `thresholds`, or its index when an int)"
         ti = threshold if isinstance(threshold, (int, np.integer)) else int(np.argmin(np.abs(self.thresholds - threshold)))
+        if (int(cls), ti) not in self.curves: raise KeyError(f"class {cls} at threshold index {ti}: evaluated classes are "
+                                                             f"{self.classes.tolist()}, {len(self.thresholds)} thresholds")
         return self.curves[int(cls), ti]
 
     def table(self, image=None, threshold=0.5, cls=None) -> list:
         "Rows (dicts) of the matches at one threshold, optionally for one image and class, in rank order"
         ti = int(np.argmin(np.abs(self.thresholds - threshold)))
         m = self.matches
+        if image is not None and image not in self.truth_ids: raise KeyError(f"image {image!r} is not in the truth")
         sel = np.ones(len(m["prediction"]), bool)
         if image is not None: sel &= np.array([x == image for x in m["image"]], bool)
         if cls is not None: sel &= m["cls"] == cls
@@ -595,6 +589,14 @@ def _image_order(ids):
     "Images sorted by id (COCOeval's order, used for ties in confidence); insertion order when ids cannot be sorted"
     try: return sorted(ids)
     except TypeError: return list(ids)
+
+def _check_area_range(area_range):
+    "COCO's area range as (min, max) numbers with min <= max, or None"
+    if area_range is None: return None
+    try: lo, hi = (float(x) for x in area_range)
+    except (TypeError, ValueError): raise ValueError(f"area_range must be two numbers (min, max) in pixels, not {area_range!r}") from None
+    if not lo <= hi: raise ValueError(f"area_range {area_range!r}: the minimum is above the maximum (or not a number)")
+    return lo, hi
 
 def _cap(pr, kept, max_dets):
     "Keep at most `max_dets` predictions per image and class, the most confident first (ties: submission order)"
@@ -654,8 +656,10 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
     ignore_overlap = ignore_overlap or ("iou" if mode == "coco101" else "area")
     if ignore_overlap not in ("iou", "area"): raise ValueError(f"ignore_overlap must be 'iou' or 'area', not {ignore_overlap!r}")
     thresholds = THRESHOLDS if thresholds is None else np.asarray(thresholds, float).reshape(-1)
-    if not thresholds.size or ((thresholds < 0) | (thresholds > 1)).any(): raise ValueError(f"thresholds must lie in [0, 1], got {thresholds}")
-    if max_dets is not None and int(max_dets) < 1: raise ValueError(f"max_dets must be a positive number or None, not {max_dets!r}")
+    if not thresholds.size or not ((thresholds >= 0) & (thresholds <= 1)).all(): raise ValueError(f"thresholds must lie in [0, 1], got {thresholds}")
+    if max_dets is not None and (isinstance(max_dets, bool) or _first_not_whole(max_dets) >= 0 or max_dets < 1):
+        raise ValueError(f"max_dets must be a whole number >= 1 or None, not {max_dets!r}")
+    area_range = _check_area_range(area_range)
     truth = _truth_dict(truth, order)
     images = _image_order(truth)
     pr = _read_predictions(predictions, truth, {k: i for i, k in enumerate(images)}, order)
@@ -664,7 +668,9 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
         seen = [t.classes for t in truth.values()] + [pr.cls]
         class_list = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
     else:
-        class_list = np.array(sorted(int(c) for c in classes), np.int64)
+        class_list = np.asarray(list(classes)).reshape(-1)
+        if _first_not_whole(class_list) >= 0: raise ValueError(f"classes must be whole numbers, got {class_list.tolist()}")
+        class_list = np.unique(class_list.astype(np.int64))
         bad = np.flatnonzero(~np.isin(pr.cls, class_list))
         if bad.size: raise ValueError(f"prediction {bad[0]}: class {pr.cls[bad[0]]} is not one of the evaluated classes {class_list.tolist()}")
     kept = _cap(pr, np.ones(len(pr.runs), bool), max_dets)
