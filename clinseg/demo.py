@@ -4,7 +4,7 @@
 
 # %% ../nbs/07a_demo.ipynb #ebeb97a1
 from __future__ import annotations
-import argparse, sys, tempfile, time
+import sys, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -17,7 +17,7 @@ from .submissions import resize_nearest, score, validate, write_dsb, write_hw2, 
 
 # %% auto #0
 __all__ = ['DEMO_COMPETITIONS', 'DEMO_HELP', 'DEMO_ARGUMENTS', 'otsu_threshold', 'dsb_baseline', 'neopolyp_baseline',
-           'wad_baseline', 'ct_baseline', 'DemoRun', 'DemoResult', 'run_demo', 'demo_command', 'demo_main']
+           'wad_baseline', 'ct_baseline', 'DemoRun', 'DemoResult', 'run_demo', 'demo_command']
 
 # %% ../nbs/07a_demo.ipynb #eb625cb3
 def otsu_threshold(values,       # grey values (any shape)
@@ -186,6 +186,7 @@ def run_demo(out=None,                          # folder to write into; default 
     unknown = [c for c in competitions if c not in _DEMOS]
     if unknown: raise ValueError(f"unknown competition {unknown[0]!r}: use one of {', '.join(_DEMOS)}")
     root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="clinseg-demo-"))
+    if root.exists() and not root.is_dir(): raise NotADirectoryError(f"{root}: is a file, expected a folder to write the demo into")
     for c in competitions:
         if (root / c).exists() and not force: raise FileExistsError(f"{root / c}: already exists (pass force=True, or --force, to write into it)")
     result = DemoResult(root)
@@ -214,15 +215,8 @@ DEMO_ARGUMENTS = [   # (names, keyword arguments) of argparse's add_argument, as
 ]
 
 def demo_command(args) -> int:
-    "Run the demo from parsed arguments (`out`, `competitions`, `seed`, `force`, optional `quiet`); the exit code"
-    run_demo(args.out, args.competitions, args.seed, args.force, getattr(args, "quiet", False))
+    "Run the demo from parsed arguments (`out`, `competitions`, `seed`, `force`, optional `quiet`): the table on stdout; exit code 0"
+    quiet = getattr(args, "quiet", False)
+    result = run_demo(args.out, args.competitions, args.seed, args.force, quiet)
+    if quiet: print(repr(result))   # --quiet drops the progress lines, not the result
     return 0
-
-def demo_main(argv=None) -> int:
-    "`clinseg demo` on its own: parse `argv`, run the demo, print the table; one line and exit code 1 on an error"
-    p = argparse.ArgumentParser(prog="clinseg demo", description=DEMO_HELP)
-    for names, kwargs in DEMO_ARGUMENTS: p.add_argument(*names, **kwargs)
-    args = p.parse_args(argv)
-    try: return demo_command(args)
-    except (OSError, ValueError) as e:
-        print(f"clinseg: error: {e}", file=sys.stderr); return 1
