@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_cli.ipynb #b76b7334
 from __future__ import annotations
-import argparse, json, os, sys
+import argparse, json, math, os, sys
 from pathlib import Path
 import numpy as np
 from .rle import CONVENTIONS, RLEError, decode, encode
@@ -81,6 +81,13 @@ _COMPETITION = arg("--competition", "-c", required=True, choices=list(COMPETITIO
 
 def _progress(args): return not args.quiet and sys.stderr.isatty()
 
+def _count(text):
+    "A whole number >= 0, for argparse's `type`"
+    try: n = int(text)
+    except ValueError: n = -1
+    if n < 0: raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return n
+
 def _refuse_existing(path, args):
     if path is not None and Path(path).exists() and not args.force:
         raise CLIError(f"{path}: already exists (use --force to replace it)")
@@ -88,7 +95,7 @@ def _refuse_existing(path, args):
 @subcommand("validate", "list every problem of a submission file; exit 1 when there is an error",
             _COMPETITION, arg("submission", help="the submission CSV"),
             arg("--solution", "-s", help="the solution (CSV, or WAD's folder of label images): adds image sizes, unknown and missing ids"),
-            arg("--limit", type=int, default=100, help="problems listed (the rest are counted; default 100)"))
+            arg("--limit", type=_count, default=100, help="problems listed (the rest are counted; default 100)"))
 def _validate(args):
     report = validate(args.submission, args.competition, args.solution, limit=args.limit, progress=_progress(args))
     _say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in report.problems))
@@ -104,7 +111,7 @@ def _validate(args):
             arg("--json", action="store_true", help="print one JSON object (key `score`, plus public/private and counts)"),
             arg("--jobs", "-j", type=int, default=1, help="score images in N processes"),
             arg("--force", action="store_true", help="replace the --per-image file if it exists"),
-            arg("--limit", type=int, default=100, help="problems listed when the submission is invalid"))
+            arg("--limit", type=_count, default=100, help="problems listed when the submission is invalid"))
 def _score(args):
     _refuse_existing(args.per_image, args)
     if args.jobs < 1: raise CLIError(f"--jobs {args.jobs}: must be at least 1")
@@ -138,7 +145,21 @@ def _parse_shape(text):
     try: shape = tuple(int(x) for x in text.lower().split("x"))
     except ValueError: shape = ()
     if not shape or min(shape) <= 0: raise CLIError(f"--shape {text!r}: expected sizes like 256x320 or 512x512x97")
+    if math.prod(shape) >= 1 << 40: raise CLIError(f"--shape {text!r}: {math.prod(shape)} pixels is too large for a mask")
     return shape
+
+_MASK_FORMATS = (".png", ".tif", ".tiff", ".nii", ".nii.gz")   # lossless: a mask written as JPEG gets noise at its edges
+
+def _check_output(path):
+    "Refuse an output image whose format would change the mask (JPEG) or is unknown"
+    if not str(path).lower().endswith(_MASK_FORMATS):
+        lossy = " (JPEG is lossy: a mask saved as JPEG gets noise at its edges)" if str(path).lower().endswith((".jpg", ".jpeg")) else ""
+        raise CLIError(f"{path}: write the mask as {', '.join(_MASK_FORMATS)}{lossy}")
+
+def _read_rle(path):
+    "The run-length string of a text file (UTF-8, a BOM and the line end allowed)"
+    try: return Path(path).read_text(encoding="utf-8-sig").strip("\r\n")
+    except UnicodeDecodeError as e: raise CLIError(f"{path}: not UTF-8 text ({e.reason}): expected a file holding one run-length string")
 
 @subcommand("encode", "print the run-length string of a mask image (PNG or NIfTI)",
             arg("image", help="mask image: PNG (2-D) or NIfTI (.nii, .nii.gz)"),
@@ -163,13 +184,15 @@ def _encode(args):
             arg("--input", "-i", help="read the string from this text file"),
             arg("--shape", required=True, help="mask shape: HxW (PNG) or IxJxK (NIfTI)"),
             arg("--convention", "-c", required=True, choices=list(CONVENTIONS), help="the RLE convention"),
-            arg("--output", "-o", required=True, help="the image to write: .png or .nii / .nii.gz"),
+            arg("--output", "-o", required=True, help="the image to write: .png (or .tif) or .nii / .nii.gz"),
             arg("--like", help="NIfTI reference whose affine the output copies"),
             arg("--force", action="store_true", help="replace --output if it exists"))
 def _decode(args):
     _refuse_existing(args.output, args)
+    _check_output(args.output)
     if (args.rle is None) == (args.input is None): raise CLIError("give the run-length string or --input FILE (one of them)")
-    text = Path(args.input).read_text(encoding="utf-8-sig").strip("\r\n") if args.input else args.rle
+    if args.like and not Path(args.like).is_file(): raise FileNotFoundError(2, "No such file", args.like)
+    text = _read_rle(args.input) if args.input else args.rle
     shape = _parse_shape(args.shape)
     try: mask = decode(text, shape, args.convention)
     except RLEError as e: raise CLIError(f"{args.input or 'the string'}: {e}")
