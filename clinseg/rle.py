@@ -10,11 +10,11 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['CONVENTIONS', 'mask_to_runs', 'runs_to_mask', 'Convention', 'get_convention', 'format_runs', 'runs_to_coco_counts',
-           'coco_counts_to_runs', 'coco_string', 'parse_coco_string', 'coco_rles_to_runs', 'RLEError', 'parse_runs',
-           'encode', 'decode', 'reorder_runs', 'transcode', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode',
-           'runs_overlap', 'runs_intersections', 'find_overlaps', 'merge_touching_runs', 'rle_table', 'plot_rle',
-           'rle_playground']
+__all__ = ['CONVENTIONS', 'mask_to_runs', 'runs_to_mask', 'Convention', 'get_convention', 'RLEError', 'format_runs',
+           'runs_to_coco_counts', 'coco_counts_to_runs', 'coco_string', 'parse_coco_string', 'coco_rles_to_runs',
+           'parse_runs', 'merge_touching_runs', 'encode', 'decode', 'reorder_runs', 'transcode',
+           'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode', 'runs_overlap', 'runs_intersections',
+           'find_overlaps', 'rle_table', 'plot_rle', 'rle_playground']
 
 # %% ../nbs/01_rle.ipynb #9eaf32d3
 def _axes(order, ndim):
@@ -121,6 +121,23 @@ def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, an
     return bounds[0::2], bounds[1::2] - bounds[0::2]
 
 # %% ../nbs/01_rle.ipynb #ca98bf5c
+def _as_shape(shape):
+    "`shape` as a tuple of whole numbers >= 0 (an int is a 1-D shape); a clear error for anything else"
+    dims = tuple(shape) if np.ndim(shape) else (shape,)
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0 for d in dims):
+        raise ValueError(f"shape must be whole numbers >= 0, not {shape!r}")
+    return tuple(int(d) for d in dims)
+
+def _as_runs(starts, lengths):
+    "`starts` and `lengths` as 1-D int64 arrays of one size; a clear error for other shapes or non-whole numbers"
+    s, l = np.asarray(starts), np.asarray(lengths)
+    for name, a in (("starts", s), ("lengths", l)):
+        if a.ndim != 1: raise ValueError(f"{name} must be a 1-D array of whole numbers, got shape {a.shape}")
+        if a.size and not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and (a == np.round(a)).all())):
+            raise ValueError(f"{name} must be whole numbers, not {a.dtype} values such as {a[0]!r}")
+    if s.size != l.size: raise ValueError(f"{s.size} starts but {l.size} lengths")
+    return s.astype(np.int64), l.astype(np.int64)
+
 def _check_runs_fit(starts, lengths, size):
     if starts.size and (starts.min() < 0 or lengths.min() <= 0 or (starts + lengths).max() > size):
         raise ValueError(f"runs do not fit in {size} pixels (starts must be >= 0, lengths > 0)")
@@ -133,10 +150,10 @@ def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted,
                  order="C", # pixel order, as in `mask_to_runs`
                 ) -> np.ndarray: # boolean mask of `shape`
     "Boolean mask of `shape` from 0-based runs in `order`"
-    shape = tuple(int(s) for s in np.atleast_1d(shape))
+    shape = _as_shape(shape)
     axes = _axes(order, len(shape))
-    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
-    size = int(np.prod(shape))
+    starts, lengths = _as_runs(starts, lengths)
+    size = math.prod(shape)
     _check_runs_fit(starts, lengths, size)
     first, last = (starts[0], starts[-1] + lengths[-1]) if starts.size else (0, 0)
     counts = np.empty(2 * starts.size + 1, np.int64)
@@ -167,6 +184,7 @@ class Convention:
     def __post_init__(self):
         if self.base not in (0, 1): raise ValueError(f"base must be 0 or 1, not {self.base!r}")
         if self.empty not in ("field", "no row"): raise ValueError(f"empty must be 'field' or 'no row', not {self.empty!r}")
+        _axes(self.order, 0 if isinstance(self.order, str) else len(self.order))   # 'C', 'F' or a permutation of axes
 
     def __repr__(self):
         if self.coco: return f"Convention({self.name!r}: COCO counts, column-major)"
@@ -193,11 +211,56 @@ def get_convention(convention) -> Convention:
     except KeyError: raise ValueError(f"unknown convention {convention!r}: use one of {', '.join(CONVENTIONS)} or a Convention") from None
 
 # %% ../nbs/01_rle.ipynb #819ac8b6
-def format_runs(starts, lengths, convention) -> str:
-    "Text of 0-based runs in `convention` (not for COCO: use `encode`)"
+class RLEError(ValueError):
+    "A run-length string (or runs) that breaks its convention's rules"
+
+def _size_text(shape):
+    return "x".join(str(s) for s in shape)
+
+def _check_pairs(starts, lengths, c, shape):
+    "Raise `RLEError` for the first pair that breaks the rules"
+    def first(bad): return int(np.flatnonzero(bad)[0])
+    if (starts < 0).any():
+        i = first(starts < 0)
+        raise RLEError(f"pair {i}: start {starts[i] + c.base} in a {c.base}-based convention (pixels are numbered from {c.base})")
+    if (lengths <= 0).any():
+        i = first(lengths <= 0)
+        raise RLEError(f"pair {i}: length {lengths[i]} is not positive")
+    ends = starts + lengths
+    if starts.size > 1:
+        prev_end = ends[:-1]
+        if (starts[1:] < starts[:-1]).any():
+            i = first(starts[1:] < starts[:-1]) + 1
+            raise RLEError(f"pair {i}: start {starts[i] + c.base} comes before the previous start {starts[i - 1] + c.base} (pairs must be sorted)")
+        if (starts[1:] < prev_end).any():
+            i = first(starts[1:] < prev_end) + 1
+            raise RLEError(f"pair {i}: overlaps pair {i - 1} (pixels {starts[i] + c.base} to {min(prev_end[i - 1], ends[i]) - 1 + c.base} are listed twice)")
+        if c.merge_touching and (starts[1:] == prev_end).any():
+            i = first(starts[1:] == prev_end) + 1
+            raise RLEError(f"pair {i}: touches pair {i - 1} (a run starting where the previous one ends must be merged into it)")
+    if shape is not None:
+        size = math.prod(shape)
+        if (starts >= size).any():
+            i = first(starts >= size)
+            raise RLEError(f"pair {i}: start {starts[i] + c.base} is beyond the {_size_text(shape)} image ({size} pixels)")
+        if (ends > size).any():
+            i = first(ends > size)
+            raise RLEError(f"pair {i}: run {starts[i] + c.base}+{lengths[i]} ends beyond the {_size_text(shape)} image ({size} pixels)")
+
+# %% ../nbs/01_rle.ipynb #231cf35a
+def format_runs(starts,      # 0-based run starts, sorted
+                lengths,     # their lengths, positive
+                convention,  # a `Convention` or a preset's name (not COCO: use `encode` or `coco_string`)
+               ) -> str:     # the run-length string ("" for no runs)
+    "Text of 0-based runs in `convention`; runs the convention forbids raise `RLEError`"
     c = get_convention(convention)
-    if c.coco: raise ValueError("COCO counts are not start/length pairs: use encode(mask, 'coco') or coco_counts")
-    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
+    if c.coco: raise ValueError("COCO counts are not start/length pairs: use encode(mask, 'coco') or coco_string(counts)")
+    starts, lengths = _as_runs(starts, lengths)
+    _check_pairs(starts, lengths, c, None)
+    return _format_runs(starts, lengths, c)
+
+def _format_runs(starts, lengths, c):
+    "Text of valid 0-based int64 runs in convention `c`, unchecked"
     if not starts.size: return ""
     pairs = np.empty((starts.size, 2), np.int64)
     pairs[:, 0], pairs[:, 1] = starts + c.base, lengths
@@ -210,7 +273,8 @@ def format_runs(starts, lengths, convention) -> str:
 # %% ../nbs/01_rle.ipynb #4549b4a6
 def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
     "COCO's alternating counts (background first) from column-major 0-based runs over `size` pixels"
-    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
+    starts, lengths = _as_runs(starts, lengths)
+    _check_runs_fit(starts, lengths, size)
     ends = starts + lengths
     counts = np.empty(2 * starts.size + 1, np.int64)
     counts[0:-1:2] = starts - np.concatenate([[0], ends[:-1]])
@@ -221,6 +285,7 @@ def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
 def coco_counts_to_runs(counts) -> tuple[np.ndarray, np.ndarray]:
     "0-based column-major runs from COCO's alternating counts (a cumulative sum, no decoding)"
     counts = np.asarray(counts, np.int64)
+    if (counts < 0).any(): raise RLEError(f"count {int(np.argmax(counts < 0))} is negative ({counts[counts < 0][0]})")
     edges = np.cumsum(counts)
     starts, lengths = edges[0::2][: counts[1::2].size], counts[1::2]
     keep = lengths > 0
@@ -289,10 +354,18 @@ def _split(a, cut):
     bounds = [0, *cut.tolist(), a.size]
     return [a[i:j] for i, j in zip(bounds[:-1], bounds[1:])]
 
+def _coco_bytes(text, name=""):
+    "A COCO counts string as bytes; `RLEError` for a non-ASCII character (never read as '?') or a non-string"
+    if isinstance(text, (bytes, bytearray)): return bytes(text)
+    if not isinstance(text, str): raise RLEError(f"{name}expected a COCO counts string, got {type(text).__name__}")
+    if not text.isascii():
+        i = next(k for k, ch in enumerate(text) if not ch.isascii())
+        raise RLEError(f"{name}character {i}: {text[i]!r} is not part of a COCO counts string")
+    return text.encode("ascii")
+
 def parse_coco_string(text) -> np.ndarray:
     "COCO counts from pycocotools' compressed text form"
-    if isinstance(text, str): text = text.encode("ascii", "replace")
-    return _undo_differences(*_coco_decode([bytes(text)]))[0]
+    return _undo_differences(*_coco_decode([_coco_bytes(text)]))[0]
 
 def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
                      ) -> list: # 0-based column-major (starts, lengths) of each
@@ -305,9 +378,9 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
         for k, c in enumerate(counts):
             if not isinstance(c, (str, bytes)):
                 c = np.asarray(c, np.int64)
-                if (c < 0).any(): raise RLEError(f"RLE {k}: count {int(np.flatnonzero(c < 0)[0])} is negative")
-                out[k], total[k] = coco_counts_to_runs(c), c.sum()
-    texts = [counts[k].encode("ascii", "replace") if isinstance(counts[k], str) else bytes(counts[k]) for k in text_at]
+                try: out[k], total[k] = coco_counts_to_runs(c), c.sum()
+                except RLEError as e: raise RLEError(f"RLE {k}: {e}") from None
+    texts = [_coco_bytes(counts[k], f"RLE {k}: ") for k in text_at]
     value, n = _coco_decode(texts, lambda i: f"RLE {text_at[i]}: ")
     cnt, place = _undo_differences(value, n)
     if (cnt < 0).any():
@@ -334,14 +407,8 @@ def _check_coco_sizes(rles, total):
         raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(rles[k]['size'])} image's {want[k]}")
 
 # %% ../nbs/01_rle.ipynb #f1fa9b55
-class RLEError(ValueError):
-    "A run-length string that breaks its convention's rules"
-
 _DIGITS = re.compile(r"[0-9]+")
 _TOO_BIG = 1 << 62   # numpy saturates larger numbers to the int64 maximum: catch them before arithmetic
-
-def _size_text(shape):
-    return "x".join(str(s) for s in shape)
 
 def _diagnose(text, c):
     "Split `text` into number words or raise `RLEError` naming the first bad one"
@@ -394,8 +461,9 @@ def parse_runs(text,            # the run-length string
               ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths`
     "Validated 0-based runs of `text`; raises `RLEError` naming the pair and the problem"
     c = get_convention(convention)
+    if shape is not None: shape = _as_shape(shape)
     if c.coco: return _parse_coco(text, shape)
-    if not isinstance(text, str): raise RLEError(f"expected a string, got {type(text).__name__}")
+    if not isinstance(text, str): raise RLEError(_not_text(text))
     if text == "": return np.zeros(0, np.int64), np.zeros(0, np.int64)
     nums = _numbers(text, c)
     big = np.flatnonzero(nums >= _TOO_BIG)
@@ -407,42 +475,34 @@ def parse_runs(text,            # the run-length string
     _check_pairs(starts, lengths, c, shape)
     return starts, lengths
 
+def _not_text(text):
+    "Why `text` is not a run-length string, with the usual fix"
+    hint = {bytes: ": decode it first, text.decode('ascii')",
+            float: ": pandas reads an empty field as NaN (read with keep_default_na=False, or use '' for an empty mask)"}
+    return f"expected a string, got {type(text).__name__} {text!r:.40}{hint.get(type(text), '')}"
+
 def _parse_coco(text, shape):
     counts = parse_coco_string(text)
-    if (counts < 0).any(): raise RLEError(f"count {int(np.flatnonzero(counts < 0)[0])} is negative")
-    if shape is not None and counts.sum() != np.prod(shape):
-        raise RLEError(f"the COCO counts add up to {counts.sum()} pixels, not the {_size_text(shape)} image's {int(np.prod(shape))}")
-    return coco_counts_to_runs(counts)
+    runs = coco_counts_to_runs(counts)   # refuses a negative count
+    if shape is not None and counts.sum() != math.prod(shape):
+        raise RLEError(f"the COCO counts add up to {counts.sum()} pixels, not the {_size_text(shape)} image's {math.prod(shape)}")
+    return runs
 
-def _check_pairs(starts, lengths, c, shape):
-    "Raise `RLEError` for the first pair that breaks the rules"
-    def first(bad): return int(np.flatnonzero(bad)[0])
-    if (starts < 0).any():
-        i = first(starts < 0)
-        raise RLEError(f"pair {i}: start {starts[i] + c.base} in a {c.base}-based convention (pixels are numbered from {c.base})")
-    if (lengths <= 0).any():
-        i = first(lengths <= 0)
-        raise RLEError(f"pair {i}: length {lengths[i]} is not positive")
-    ends = starts + lengths
-    if starts.size > 1:
-        prev_end = ends[:-1]
-        if (starts[1:] < starts[:-1]).any():
-            i = first(starts[1:] < starts[:-1]) + 1
-            raise RLEError(f"pair {i}: start {starts[i] + c.base} comes before the previous start {starts[i - 1] + c.base} (pairs must be sorted)")
-        if (starts[1:] < prev_end).any():
-            i = first(starts[1:] < prev_end) + 1
-            raise RLEError(f"pair {i}: overlaps pair {i - 1} (pixels {starts[i] + c.base} to {min(prev_end[i - 1], ends[i]) - 1 + c.base} are listed twice)")
-        if c.merge_touching and (starts[1:] == prev_end).any():
-            i = first(starts[1:] == prev_end) + 1
-            raise RLEError(f"pair {i}: touches pair {i - 1} (a run starting where the previous one ends must be merged into it)")
-    if shape is not None:
-        size = int(np.prod(shape))
-        if (starts >= size).any():
-            i = first(starts >= size)
-            raise RLEError(f"pair {i}: start {starts[i] + c.base} is beyond the {_size_text(shape)} image ({size} pixels)")
-        if (ends > size).any():
-            i = first(ends > size)
-            raise RLEError(f"pair {i}: run {starts[i] + c.base}+{lengths[i]} ends beyond the {_size_text(shape)} image ({size} pixels)")
+# %% ../nbs/01_rle.ipynb #707b7402
+def merge_touching_runs(starts,  # 0-based run starts, any order
+                        lengths, # their lengths (positive)
+                       ) -> tuple[np.ndarray, np.ndarray]: # sorted, disjoint runs, none touching another
+    "The fewest runs covering the same pixels: runs that touch or overlap merged into one"
+    s, l = _as_runs(starts, lengths)
+    if (l <= 0).any(): raise ValueError(f"run {int(np.argmax(l <= 0))}: length {l[l <= 0][0]} is not positive")
+    if not s.size: return s, l
+    if (s[1:] < s[:-1]).any():
+        by_start = np.argsort(s, kind="stable")
+        s, l = s[by_start], l[by_start]
+    reach = np.maximum.accumulate(s + l)                    # the furthest end so far
+    first = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
+    last = np.append(first[1:], s.size) - 1
+    return s[first], reach[last] - s[first]
 
 # %% ../nbs/01_rle.ipynb #d528276d
 def encode(mask,        # boolean or 0/1 array (2-D image or 3-D volume), any memory layout
@@ -453,7 +513,7 @@ def encode(mask,        # boolean or 0/1 array (2-D image or 3-D volume), any me
     if c.coco:
         m = _as_bool(mask)
         return coco_string(runs_to_coco_counts(*mask_to_runs(m, "F"), m.size))
-    return format_runs(*mask_to_runs(mask, c.order), c)
+    return _format_runs(*mask_to_runs(mask, c.order), c)
 
 def decode(text,        # the run-length string
            shape,       # shape of the mask, e.g. (height, width)
@@ -481,9 +541,9 @@ def _pixels_to_runs(pixels):
 
 def reorder_runs(starts, lengths, shape, src_order, dst_order) -> tuple[np.ndarray, np.ndarray]:
     "Runs in `dst_order` of the same pixels as 0-based runs in `src_order`, without a dense mask"
-    shape = tuple(int(s) for s in shape)
+    shape = _as_shape(shape)
     src, dst = _axes(src_order, len(shape)), _axes(dst_order, len(shape))
-    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
+    starts, lengths = _as_runs(starts, lengths)
     if src == dst: return starts, lengths
     coords = np.unravel_index(_runs_to_pixels(starts, lengths), [shape[a] for a in src])
     by_axis = dict(zip(src, coords))
@@ -498,10 +558,12 @@ def transcode(text,   # run-length string in `src`
              ) -> str:
     "`text` rewritten from convention `src` to `dst`, validated, without building a dense mask"
     s, d = get_convention(src), get_convention(dst)
+    shape = _as_shape(shape)
     starts, lengths = parse_runs(text, s, shape)
     starts, lengths = reorder_runs(starts, lengths, shape, s.order, d.order)
-    if d.coco: return coco_string(runs_to_coco_counts(starts, lengths, int(np.prod(shape))))
-    return format_runs(starts, lengths, d)
+    if d.coco: return coco_string(runs_to_coco_counts(starts, lengths, math.prod(shape)))
+    if d.merge_touching: starts, lengths = merge_touching_runs(starts, lengths)   # runs `src` lets touch are one run in `dst`
+    return _format_runs(starts, lengths, d)
 
 # %% ../nbs/01_rle.ipynb #d73282a0
 def faulty_hw2_sample_encode(label) -> str:
@@ -529,9 +591,12 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
                  other_lengths, # their lengths
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index into the first runs, into the second, overlap length
     "Every pair of overlapping runs between two sets, with the number of pixels they share"
-    s, l = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
-    t, m = np.asarray(other_starts, np.int64), np.asarray(other_lengths, np.int64)
+    s, l = _as_runs(starts, lengths)
+    t, m = _as_runs(other_starts, other_lengths)
     e, f = s + l, t + m
+    if t.size > 1 and (t[1:] < f[:-1]).any():
+        k = int(np.argmax(t[1:] < f[:-1]))
+        raise ValueError(f"other run {k + 1} (start {t[k + 1]}) begins before other run {k} ends ({f[k]}): the second runs must be sorted and not overlap")
     lo = np.searchsorted(f, s, side="right")   # first other run ending after s
     n = _count_starting_before(t, lo, e)       # other runs from there on that start before e
     i = np.repeat(np.arange(s.size), n)
@@ -554,8 +619,7 @@ def _count_starting_before(t, lo, e, steps=4):
 # %% ../nbs/01_rle.ipynb #aa50250f
 def _concat_runs(runs):
     "Starts, lengths and mask index of a list of (starts, lengths)"
-    starts = [np.asarray(s, np.int64) for s, _ in runs]
-    lengths = [np.asarray(l, np.int64) for _, l in runs]
+    starts, lengths = zip(*[_as_runs(s, l) for s, l in runs]) if len(runs) else ((), ())
     ids = np.repeat(np.arange(len(runs)), [s.size for s in starts])
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
     return cat(starts), cat(lengths), ids
@@ -597,23 +661,6 @@ def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in on
     "Every pair of masks that overlap, with the number of pixels they share"
     s, l, m = _concat_runs(runs)
     return _overlapping_pairs(s, l, m, len(runs))
-
-# %% ../nbs/01_rle.ipynb #707b7402
-def merge_touching_runs(starts,  # 0-based run starts, any order
-                        lengths, # their lengths (positive)
-                       ) -> tuple[np.ndarray, np.ndarray]: # sorted, disjoint runs, none touching another
-    "The fewest runs covering the same pixels: runs that touch or overlap merged into one"
-    s, l = np.asarray(starts, np.int64).reshape(-1), np.asarray(lengths, np.int64).reshape(-1)
-    if s.size != l.size: raise ValueError(f"{s.size} starts but {l.size} lengths")
-    if (l <= 0).any(): raise ValueError(f"run {int(np.argmax(l <= 0))}: length {l[l <= 0][0]} is not positive")
-    if not s.size: return s, l
-    if (s[1:] < s[:-1]).any():
-        by_start = np.argsort(s, kind="stable")
-        s, l = s[by_start], l[by_start]
-    reach = np.maximum.accumulate(s + l)                    # the furthest end so far
-    first = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
-    last = np.append(first[1:], s.size) - 1
-    return s[first], reach[last] - s[first]
 
 # %% ../nbs/01_rle.ipynb #24382e3e
 def _draw_order(ax, mask, order, base=1):
