@@ -78,6 +78,9 @@ def _check_empty(empty, skip=False):
     return e
 
 def _check_counts(pred_pixels, truth_pixels, shared):
+    "Three pixel counts that two masks can have, or a clear error"
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in (pred_pixels, truth_pixels, shared)):
+        raise TypeError(f"counts must be whole numbers, got |pred| = {pred_pixels!r}, |truth| = {truth_pixels!r}, shared = {shared!r}")
     if min(pred_pixels, truth_pixels, shared) < 0 or shared > min(pred_pixels, truth_pixels):
         raise ValueError(f"impossible counts: |pred| = {pred_pixels}, |truth| = {truth_pixels}, shared = {shared}")
 
@@ -90,7 +93,7 @@ def dice_from_counts(pred_pixels,   # |X|, pixels in the prediction
     e = _check_empty(empty)
     _check_counts(pred_pixels, truth_pixels, shared)
     total = pred_pixels + truth_pixels
-    return e if total == 0 else 2 * shared / total
+    return e if total == 0 else float(2 * shared / total)
 
 def iou_from_counts(pred_pixels,   # |X|
                     truth_pixels,  # |Y|
@@ -101,7 +104,7 @@ def iou_from_counts(pred_pixels,   # |X|
     e = _check_empty(empty)
     _check_counts(pred_pixels, truth_pixels, shared)
     union = pred_pixels + truth_pixels - shared
-    return e if union == 0 else shared / union
+    return e if union == 0 else float(shared / union)
 
 # %% ../nbs/02_dice.ipynb #7040e99c
 def dice(pred,       # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
@@ -157,9 +160,10 @@ class DiceTable:
 
     @property
     def pooled(self) -> float:
-        "One Dice over all pixels of all items pooled: 2Σ|X∩Y| / Σ(|X| + |Y|)"
+        "One Dice over all pixels of all items pooled: 2Σ|X∩Y| / Σ(|X| + |Y|); `empty` (nan for 'skip') when every item is empty"
         total = int(self.pred_pixels.sum() + self.truth_pixels.sum())
-        return 1.0 if total == 0 else 2 * int(self.shared.sum()) / total
+        if total == 0: return float("nan") if self.empty == "skip" else self.empty
+        return 2 * int(self.shared.sum()) / total
 
     @property
     def table(self) -> list[dict]:
@@ -185,6 +189,9 @@ def mean_dice(pairs,      # (pred, truth) pairs of masks, or a mapping id -> (pr
              ) -> DiceTable: # the per-item table; `.mean` is the score, `.values` the per-item Dice
     "Per-item Dice of a set of pairs and their mean"
     e = _check_empty(empty, skip=True)
+    if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(a, np.ndarray) for a in pairs):
+        raise TypeError("mean_dice takes a list of (pred, truth) pairs, not one pair (its rows would be read as pairs): "
+                        "use dice(pred, truth), or mean_dice([(pred, truth)])")
     items = list(pairs.items()) if isinstance(pairs, Mapping) else list(enumerate(pairs))
     if not items: raise ValueError("mean_dice got no pairs: a mean over nothing is undefined")
     counts = []
@@ -208,8 +215,13 @@ def dice_per_class(pred_labels,   # predicted class-label image or volume (integ
     for name, a in (("pred_labels", p), ("truth_labels", t)):
         if a.dtype.kind not in "biu": raise TypeError(f"{name} must hold integer class labels, not {a.dtype}")
     e = _check_empty(empty)
+    if not isinstance(classes, Mapping) and (isinstance(classes, (str, bytes)) or not np.iterable(classes)):
+        raise TypeError(f"classes must be a list of label values or a mapping name -> label value, not {type(classes).__name__} {classes!r}")
     named = dict(classes) if isinstance(classes, Mapping) else {c: c for c in classes}
     if not named: raise ValueError("classes is empty: name at least one label value to score")
+    for name, value in named.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"class {name!r}: label value {value!r} is not a whole number (labels == {value!r} would match nothing and score as absent)")
     return {name: dice(p == value, t == value, e) for name, value in named.items()}
 
 # %% ../nbs/02_dice.ipynb #466a5a95
@@ -222,6 +234,9 @@ def neopolyp_classes(rgb,            # NeoPolyp mask as an (H, W, 3) RGB array (
     a = np.asarray(rgb)
     if a.ndim != 3 or a.shape[-1] not in (3, 4):
         raise ValueError(f"expected an (H, W, 3) RGB mask, got shape {a.shape}" + (": a 2-D array is already a label image or a grey mask" if a.ndim == 2 else ""))
+    if a.dtype.kind == "f" and threshold >= 1 and 0 < a[..., :3].max() <= 1:
+        raise ValueError(f"this float mask holds values in [0, 1] (as plt.imread gives), so nothing is above threshold={threshold}: "
+                         "pass threshold=0.5, or scale it to 0-255")
     red, green = a[..., 0] > threshold, a[..., 1] > threshold
     labels = np.zeros(a.shape[:2], np.uint8)
     labels[red & ~green] = 1
