@@ -610,21 +610,15 @@ def _cap(pr, kept, max_dets):
     out[idx[np.arange(idx.size) - first >= max_dets]] = False
     return out
 
-def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, area_range, batch=True):
+def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, area_range):
     "Outcome, object taken and IoU of every prediction at every threshold ((T, N) arrays; capped ones stay `_CAPPED`), and the region overlaps"
     T, N = len(thresholds), len(pr.runs)
     outcome, taken = np.full((T, N), _CAPPED, np.int8), np.full((T, N), -1, np.int64)
     iou, region = np.zeros((T, N)), np.zeros(N)
     rows = np.lexsort((np.arange(N), -pr.conf, pr.image))                  # by image, then rank in the image
     rows = rows[kept[rows]]
-    if batch: outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truth, images, pr, rows, classes, thresholds,
-                                                                                           strict, ignore_iou, area_range)
-    else:
-        bounds = np.searchsorted(pr.image[rows], np.arange(len(images) + 1))
-        for i, k in enumerate(images):
-            at = rows[bounds[i]:bounds[i + 1]]
-            if at.size: outcome[:, at], taken[:, at], iou[:, at], region[at] = _image_outcomes(truth[k], pr, at, classes, thresholds,
-                                                                                             strict, ignore_iou, area_range)
+    outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truth, images, pr, rows, classes, thresholds,
+                                                                                   strict, ignore_iou, area_range)
     return outcome, taken, iou, region
 
 def _count_truth(truth, classes, area_range):
