@@ -188,7 +188,7 @@ class Convention:
 
     def __repr__(self):
         if self.coco: return f"Convention({self.name!r}: COCO counts, column-major)"
-        order = {"C": "row-major", "F": "column-major"}.get(self.order, f"axes {self.order}") if isinstance(self.order, str) else f"axes {self.order}"
+        order = {"C": "row-major", "F": "column-major"}[self.order.upper()] if isinstance(self.order, str) else f"axes {self.order}"
         pairs = "'s l|s l|'" if self.bar else "'s l s l'"
         return f"Convention({self.name!r}: {order}, {self.base}-based, {pairs}, empty mask = {self.empty})"
 
