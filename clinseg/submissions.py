@@ -80,6 +80,7 @@ class Report:
         self.file, self.limit = str(file), limit
         self.problems, self.errors, self.warnings, self.rows = [], 0, 0, 0
         self.checked = []   # what could be checked (e.g. no solution: sizes and missing ids were not)
+        self.complete = True  # False when reading stopped early (empty file, unreadable header or bytes): missing ids are not listed
         self._seen = set()
 
     def add(self, row, field, message, level="error", once=None):
@@ -241,6 +242,24 @@ class _Source:
     def __exit__(self, *exc):
         if self.raw is not None: (self.text or self.raw).close()
 
+_BINARY = {b"\x89PNG": "a PNG image", b"\xff\xd8": "a JPEG image", b"\x1f\x8b": "gzip-compressed", b"PK\x03\x04": "a zip archive",
+           b"\x00\x00\x00": "binary data", b"\n\x00\x00\x00": "binary data"}
+
+def _not_text(first, reason, report):
+    "Report a first line that is not UTF-8: what the file seems to be (a whole-file problem), or the header's bytes"
+    what = next((w for magic, w in _BINARY.items() if first.startswith(magic)), None)
+    if what: report.add(None, None, f"not a CSV text file: it is {what}")
+    else: report.add(1, None, f"cannot read the header: not UTF-8 text ({reason})")
+    report.complete = False
+
+def _other_header(names, want):
+    "'the dsb2018 submission' when `names` is another competition's header (a wrong competition), else None"
+    for c in COMPETITIONS.values():
+        if want in (list(c.columns), list(c.solution_columns or ())): continue
+        for kind, cols in (("submission", c.columns), ("solution", c.solution_columns)):
+            if cols and names[:len(cols)] == list(cols): return f"the {c.name} {kind}"
+    return None
+
 def _header_map(header, columns, report, optional=()):
     "Index of each expected column in the rows (None: unreadable), reporting every header problem"
     names = [h.strip() for h in header]
@@ -255,6 +274,9 @@ def _header_map(header, columns, report, optional=()):
         for n, h in zip(names, header):
             if n != h: report.add(1, n, f"column name {h!r} has spaces around it")
         return [names.index(n) for n in want] + [names.index(n) for n in optional if n in names]
+    other = _other_header(names, want)
+    if other:
+        report.add(1, None, f"the header {','.join(names)} is {other}'s: is the competition right? expected {','.join(want)}"); return None
     if not {n.lower() for n in names} & {w.lower() for w in want}:
         report.add(1, None, f"{','.join(header)[:80]!r} is not the header {','.join(want)}: the file must start with it (is the header missing?)")
         return list(range(len(want))) if len(names) == len(want) else None
@@ -281,9 +303,9 @@ def _csv_rows(text, first_line, width, report, present, fix, chunk_rows, progres
                 yield lines, rows, present
                 lines, rows = [], []
     except UnicodeDecodeError as e:
-        report.add(first_line + reader.line_num + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8")
+        report.add(first_line + reader.line_num + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8"); report.complete = False
     except csv.Error as e:
-        report.add(first_line + reader.line_num, None, f"not valid CSV: {e}")
+        report.add(first_line + reader.line_num, None, f"not valid CSV: {e}"); report.complete = False
     if rows:
         report.rows += len(rows)
         yield lines, rows, present
@@ -341,17 +363,18 @@ def _csv_chunks(src, columns, report, optional=(), chunk_rows=1 << 14, progress=
             first = src.raw.readline()
             if not first: raise StopIteration
             try: text = first.decode("utf-8-sig")
-            except UnicodeDecodeError as e: report.add(1, None, f"cannot read the header: not UTF-8 text ({e.reason})"); return
+            except UnicodeDecodeError as e: _not_text(first, e.reason, report); return
             header = next(csv.reader([text]), None)
             if header is None: raise StopIteration
         else:
             header = next(csv.reader(src.text))   # a text stream: its reader continues below
+            if header and header[0].startswith("\ufeff"): header[0] = header[0][1:]   # a BOM read as text (open() without utf-8-sig)
     except StopIteration:
-        report.add(None, None, "the file is empty: expected the header " + ",".join(columns)); return
+        report.add(None, None, "the file is empty: expected the header " + ",".join(columns)); report.complete = False; return
     except csv.Error as e:
-        report.add(1, None, f"cannot read the header: {e}"); return
+        report.add(1, None, f"cannot read the header: {e}"); report.complete = False; return
     idx = _header_map(header, columns, report, optional)
-    if idx is None: return
+    if idx is None: report.complete = False; return
     names = [h.strip() for h in header]
     present = tuple(n for n in optional if n in names)
     width = len(header)
@@ -538,7 +561,7 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
             report.add(None, comp.id_column, f"rows of images {', '.join(sorted(split)[:3])} are not together and the stream cannot be read twice")
         else: yield from _groups(source, comp, report, shapes, None, solution, None, split, columns, optional)
     report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
-    if expected is not None:
+    if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
         got = closed if comp.per_image else seen
         missing = [i for i in expected if i not in got]
         for i in missing:
@@ -606,6 +629,7 @@ def read_solution(source,       # CSV file (DSB, NeoPolyp, homework) or folder o
         ids = sorted(p.name[:-len("_instanceIds.png")] for p in folder.glob("*_instanceIds.png"))
         if not ids: raise FileNotFoundError(f"{folder}: no *_instanceIds.png label image in this folder")
         return Solution(comp, folder, {i: WAD_SHAPE for i in ids}, None)
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir(): raise IsADirectoryError(f"{source}: is a folder, expected the solution CSV file")
     if isinstance(source, (str, os.PathLike)) and not Path(source).is_file(): raise FileNotFoundError(f"{source}: no such file")
     report = Report(source)
     cols, opt = _solution_columns(comp)

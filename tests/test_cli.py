@@ -68,8 +68,9 @@ def test_score_refuses_invalid_submission(files):
 def test_errors_are_one_line(files, tmp_path):
     r = clinseg("score", "-c", "dsb2018", files / "solution.csv", tmp_path / "nope.csv")
     assert (r.returncode, r.stderr) == (1, f"clinseg: error: {tmp_path / 'nope.csv'}: no such file or directory\n")
-    r = clinseg("validate", "-c", "neopolyp", files / "good.csv")   # a DSB file read as NeoPolyp: header problems
-    assert r.returncode == 1 and "row 1: 'ImageId,EncodedPixels' is not the header Id,Expected" in r.stderr
+    r = clinseg("validate", "-c", "neopolyp", files / "good.csv")   # a DSB file read as NeoPolyp: the competition is named
+    assert (r.returncode, r.stderr) == (1, f"clinseg: error: {files / 'good.csv'}: row 1: the header ImageId,EncodedPixels is "
+                                           "the dsb2018 submission's: is the competition right? expected Id,Expected\n")
     r = clinseg("score", "-c", "nope", files / "solution.csv", files / "good.csv")
     assert r.returncode == 2 and "invalid choice" in r.stderr and "Traceback" not in r.stderr
     r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "4 1 13 1", "-o", tmp_path / "m.png")
@@ -103,3 +104,36 @@ def test_real_dsb_solution_and_neopolyp_sample():
     assert out["score"] == 1.0 and out["public"] == 1.0 and out["items"] == 65
     r = clinseg("validate", "-c", "neopolyp", DATA / "neopolyp" / "sample_submission.csv")
     assert r.returncode == 0 and "ok: 400 rows, 0 errors" in r.stdout
+
+
+def test_user_mistakes_are_one_line_each(files, tmp_path):
+    "A file that cannot be read gives its one reason (no list of every image as missing after it), never a traceback"
+    from PIL import Image
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "latin1.csv").write_bytes(b"ImageId,EncodedPixels\n" + f"{0:064x}".encode() + b",1 1 \xe9\n")
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(tmp_path / "mask.png")
+    sol = files / "solution.csv"
+    for name, line in [("empty.csv", "the file is empty: expected the header ImageId,EncodedPixels"),
+                       ("latin1.csv", "row 2: not UTF-8 text (invalid continuation byte): save the file as UTF-8"),
+                       ("mask.png", "not a CSV text file: it is a PNG image")]:
+        r = clinseg("score", "-c", "dsb2018", sol, tmp_path / name)
+        assert (r.returncode, r.stdout, r.stderr) == (1, "", f"clinseg: error: {tmp_path / name}: {line}\n"), r.stderr
+    r = clinseg("score", "-c", "dsb2018", tmp_path, files / "good.csv")   # a folder given as the solution
+    assert (r.returncode, r.stderr) == (1, f"clinseg: error: {tmp_path}: is a folder, expected the solution CSV file\n")
+    (tmp_path / "header.csv").write_text("ImageId,EncodedPixels\n")           # read in full: every image has no row
+    r = clinseg("score", "-c", "dsb2018", sol, tmp_path / "header.csv")
+    assert r.returncode == 0 and r.stdout.startswith("score 0.000000") and r.stderr.count("has no row") == 3
+
+
+def test_demo_as_a_user(tmp_path):
+    out = tmp_path / "demo"
+    r = clinseg("demo", "--out", out, "-c", "neopolyp", "dsb2018")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("competition") and f"files in {out}" in r.stdout and "Traceback" not in r.stderr
+    assert (out / "dsb2018" / "submission.csv").is_file() and (out / "neopolyp" / "solution.csv").is_file()
+    r = clinseg("demo", "--out", out, "-c", "dsb2018")                  # run twice: refused, nothing replaced
+    assert (r.returncode, r.stdout) == (1, "") and r.stderr == f"clinseg: error: {out / 'dsb2018'}: already exists (pass force=True, or --force, to write into it)\n"
+    r = clinseg("demo", "--out", out / "dsb2018" / "submission.csv", "-c", "dsb2018")   # a file given as the folder
+    assert (r.returncode, r.stderr) == (1, f"clinseg: error: {out / 'dsb2018' / 'submission.csv'}: is a file, expected a folder to write the demo into\n")
+    r = clinseg("demo", "--help")
+    assert r.returncode == 0 and "--out DIR" in r.stdout and "--force" in r.stdout
