@@ -6,9 +6,8 @@
 from __future__ import annotations
 import csv, io, math, os, re, sys
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 import numpy as np
 from .rle import *
 from .dice import dice_from_counts, neopolyp_classes, NEOPOLYP_CLASSES
