@@ -635,13 +635,16 @@ def read_solution(source,       # CSV file (DSB, NeoPolyp, homework) or folder o
     k_id = cols.index(comp.id_column)
     k_shape = [cols.index(c) for c in (("Shape",) if comp.name == "hw2" else ("Height", "Width"))]
     shapes, usage, prev, contiguous = {}, {}, None, True
+    sizes, k0, k1 = {}, k_shape[0], k_shape[-1]   # size text -> shape: an image's rows repeat its size
     with _Source(source) as src:
         for lines, rows, present in _csv_chunks(src, cols, report, opt):
             for line, row in zip(lines, rows):
                 i = row[k_id]
-                try: shape = _parse_shape(comp, row, k_shape)
-                except ValueError:
-                    report.add(line, "Shape" if comp.name == "hw2" else "Height/Width", f"{' x '.join(row[k] for k in k_shape)!r} is not an image size"); continue
+                shape = sizes.get((row[k0], row[k1]))
+                if shape is None:
+                    try: shape = sizes[row[k0], row[k1]] = _parse_shape(comp, row, k_shape)
+                    except ValueError:
+                        report.add(line, "Shape" if comp.name == "hw2" else "Height/Width", f"{' x '.join(row[k] for k in k_shape)!r} is not an image size"); continue
                 u = row[len(cols)] if present else None
                 if present and u not in USAGES: report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")
                 if i in shapes:
