@@ -563,10 +563,13 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
     if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
         got = closed if comp.per_image else seen
         missing = [i for i in expected if i not in got]
-        for i in missing:
-            if comp.name == "dsb2018":
-                report.add(None, comp.id_column, f"image {i} has no row: scored as an image with no predicted nucleus", "warning")
-            elif not comp.per_image:
+        if comp.name == "dsb2018" and missing:   # allowed (no nucleus predicted): one warning, not one per image
+            if len(missing) == 1: say = f"image {missing[0]} has no row: scored as an image with no predicted nucleus"
+            else: say = (f"{len(missing)} images have no row ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+                         "each is scored as an image with no predicted nucleus")
+            report.add(None, comp.id_column, say, "warning")
+        elif not comp.per_image:
+            for i in missing:
                 report.add(None, comp.id_column, f"{i} is missing: the solution has it, every id needs a row (an empty field for an empty mask)")
 
 # %% ../nbs/07_submissions.ipynb #fa4e1aef
