@@ -15,8 +15,8 @@ from .instances import _check_whole, _first_not_whole, _side_runs
 
 # %% auto #0
 __all__ = ['WAD_CLASSES', 'WAD_LABEL_CLASSES', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'THRESHOLDS', 'COCO_THRESHOLDS',
-           'RECALL_POINTS', 'OUTCOMES', 'ImageTruth', 'image_truth', 'wad_truth', 'read_wad_label', 'PRCurve',
-           'APResult', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer']
+           'RECALL_POINTS', 'OUTCOMES', 'CITYSCAPES_MIN_REGION_SIZE', 'ImageTruth', 'image_truth', 'wad_truth',
+           'read_wad_label', 'PRCurve', 'APResult', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer']
 
 # %% ../nbs/04_average_precision.ipynb #bd30887b
 WAD_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
@@ -39,6 +39,7 @@ class ImageTruth:
     crowd: np.ndarray        # True for a COCO crowd region: absorbs detections of its class, never counted
     ignore: tuple = field(default_factory=_empty_runs) # runs of the ignore region (WAD: 65535 and group pixels)
     ids: np.ndarray = None   # each object's id in the source (label value, or position in the list)
+    area: np.ndarray = None  # each object's area for COCO's area ranges: the annotation's stored `area` (None: its pixel count)
 
     def __post_init__(self):
         n = len(self.runs)
@@ -49,7 +50,12 @@ class ImageTruth:
         self.classes = classes.astype(np.int64)
         self.crowd = np.zeros(n, bool) if self.crowd is None else np.asarray(self.crowd, bool).reshape(-1)
         self.ids = np.arange(n, dtype=np.int64) if self.ids is None else np.asarray(self.ids, np.int64)
-        for name in ("classes", "crowd", "ids"):
+        if self.area is not None:
+            try: self.area = np.asarray(self.area, float).reshape(-1)
+            except (TypeError, ValueError): raise ValueError(f"area must hold numbers, one per object, not {self.area!r}") from None
+            bad = np.flatnonzero(~(self.area >= 0) | ~np.isfinite(self.area))
+            if bad.size: raise ValueError(f"object {bad[0]}: area {self.area[bad[0]]} is not a number >= 0")
+        for name in ("classes", "crowd", "ids") + (("area",) if self.area is not None else ()):
             if len(getattr(self, name)) != n: raise ValueError(f"{len(getattr(self, name))} {name} for {n} objects")
         self._areas = _side_runs(self.runs, ["runs"] * n, "C", None, self.shape, "truth").areas()   # runs checked against the image
         self.ignore = _object_runs(self.ignore, self.shape, "C", "ignore region")
@@ -59,6 +65,11 @@ class ImageTruth:
 
     @property
     def ignore_area(self): return int(np.sum(self.ignore[1]))
+
+    @property
+    def range_areas(self):
+        "The areas COCO's area ranges judge: the stored `area` when given, else the pixel counts"
+        return self._areas if self.area is None else self.area
 
     def __repr__(self):
         cls, n = np.unique(self.classes[~self.crowd], return_counts=True)
@@ -101,6 +112,7 @@ def image_truth(objects,      # label image (integers, 0 = background), or a lis
                 crowd=None,   # crowd flags (COCO `iscrowd`): a bool, a dict {id: bool} or a sequence
                 shape=None,   # image shape; needed when every object is given as runs
                 order="C",    # pixel order in which masks are turned into runs (all runs of a dataset must share it)
+                area=None,    # COCO's stored `area` of each object, for area ranges: a sequence or a dict {id: area}; None: pixel counts
                ) -> ImageTruth:
     "The true objects of one image as an `ImageTruth`"
     if isinstance(objects, np.ndarray):
@@ -119,7 +131,8 @@ def image_truth(objects,      # label image (integers, 0 = background), or a lis
         ids = np.arange(len(runs), dtype=np.int64)
     shape = tuple(int(s) for s in shape)
     ign = _empty_runs() if ignore is None else _object_runs(np.asarray(ignore) if isinstance(ignore, np.ndarray) else ignore, shape, order, "ignore region")
-    return ImageTruth(shape, runs, _per_object(classes, ids, "classes"), _per_object(crowd, ids, "crowd"), ign, ids)
+    return ImageTruth(shape, runs, _per_object(classes, ids, "classes"), _per_object(crowd, ids, "crowd"), ign, ids,
+                      _per_object(area, ids, "area"))
 
 # %% ../nbs/04_average_precision.ipynb #a176ab22
 def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG)
@@ -181,15 +194,17 @@ class _Predictions:
     starts: np.ndarray       # every run of every prediction, concatenated
     lengths: np.ndarray
     owner: np.ndarray        # the prediction each run belongs to
+    range_area: np.ndarray = None  # area judged by COCO's area range: the record's "area" when given, else `area`
 
 def _is_runs(obj):
     "True for runs given as a tuple of two 1-D arrays (checked later, all at once)"
     return type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray and obj[0].ndim == obj[1].ndim == 1
 
 def _read_predictions(predictions, truth, position, order):
-    img, cls, conf, runs = [], [], [], []
+    img, cls, conf, runs, given = [], [], [], [], {}
     for k, rec in enumerate(predictions):
         im, c, s, obj = rec if type(rec) is tuple and len(rec) == 4 else _prediction_fields(rec, k)
+        if isinstance(rec, dict) and "area" in rec: given[k] = rec["area"]
         i = position.get(im, -1)
         if i < 0: raise ValueError(f"prediction {k}: image {im!r} is not in the truth")
         img.append(i); cls.append(c); conf.append(s)
@@ -206,7 +221,12 @@ def _read_predictions(predictions, truth, position, order):
     sizes = np.array([math.prod(truth[k].shape) for k in position], np.int64)
     s, l, owner = _check_all_runs(runs, sizes[img], predictions, truth, order)
     area = np.bincount(owner, l, minlength=len(runs)).astype(np.int64)
-    return _Predictions(img, cls.astype(np.int64), conf, area, runs, s, l, owner)
+    range_area = area.astype(float)
+    for k, a in given.items():                                   # COCO: what loadRes stored (pixel count, or w*h of a bbox)
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.number)) or not 0 <= a < np.inf:
+            raise ValueError(f"prediction {k}: area {a!r} is not a number >= 0")
+        range_area[k] = a
+    return _Predictions(img, cls.astype(np.int64), conf, area, runs, s, l, owner, range_area)
 
 def _numbers(values, what):
     "A float array of one field of every record; a clear error naming the first record that is not a number"
@@ -294,6 +314,7 @@ def _image_outcomes(t,          # ImageTruth
                     rows,       # indices of this image's evaluated predictions, in rank order
                     classes,    # evaluated classes
                     thresholds, strict, ignore_iou, area_range,
+                    min_region=0, # true objects with fewer pixels are not counted and join the ignore region of their class
                    ):
     "Outcome, object taken and IoU of each prediction of one image at each threshold"
     T, n = len(thresholds), len(rows)
@@ -304,20 +325,22 @@ def _image_outcomes(t,          # ImageTruth
     use = np.isin(t.classes, classes)
     objs = np.flatnonzero(use)
     inter = _intersections(runs, [t.runs[k] for k in objs])
-    oarea = t.areas[objs]
+    oarea, rarea = t.areas[objs], t.range_areas[objs]
     crowd = t.crowd[objs]
+    small = ~crowd & (oarea < min_region)                                     # Cityscapes' small regions
     iou = np.where(crowd[None], _ratio(inter, parea[:, None]), _ratio(inter, parea[:, None] + oarea[None] - inter))
-    if t.ignore_area:
-        shared = _intersections(runs, [t.ignore])[:, 0]
-        region = _ratio(shared, parea + t.ignore_area - shared) if ignore_iou else _ratio(shared, parea)
-    else: region = np.zeros(n)
+    mine = small[None] & (t.classes[objs][None] == pcls[:, None])             # (n, objects): small objects of each prediction's class
+    shared = (_intersections(runs, [t.ignore])[:, 0] if t.ignore_area else 0) + (inter * mine).sum(1)
+    r_area = t.ignore_area + mine @ oarea                                     # the region: ignore pixels and those small objects
+    region = np.where(r_area > 0, _ratio(shared, parea + r_area - shared) if ignore_iou else _ratio(shared, parea), 0.)
     region_ok = _passes(region, thresholds, strict)                            # (T, n)
-    area_out = np.zeros(n, bool) if area_range is None else (parea < area_range[0]) | (parea > area_range[1])
+    prange = pr.range_area[rows]                                               # the area an area range judges
+    area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     for c in np.unique(pcls):
         p = np.flatnonzero(pcls == c)
-        g = np.flatnonzero(t.classes[objs] == c)
+        g = np.flatnonzero((t.classes[objs] == c) & ~small)
         counted = ~crowd[g]
-        if area_range is not None: counted &= (oarea[g] >= area_range[0]) & (oarea[g] <= area_range[1])
+        if area_range is not None: counted &= (rarea[g] >= area_range[0]) & (rarea[g] <= area_range[1])
         g = np.concatenate([g[counted], g[~counted]])                          # COCO's order: counted objects first
         counted = np.sort(counted)[::-1]
         sub = iou[np.ix_(p, g)]
@@ -357,7 +380,7 @@ def _first_per_group(group, order_key):
     g = group[by]
     return by[np.concatenate([[True], g[1:] != g[:-1]])] if by.size else by
 
-def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore_iou, area_range):
+def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
     "Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all images at once"
     T, n = len(thresholds), rows.size
     per = [truth[k] for k in images]
@@ -370,6 +393,7 @@ def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore
     g_local = np.arange(g_img.size) - g_first[g_img]                      # position in its image's list
     cat = lambda xs, dt=np.int64: np.concatenate(xs).astype(dt, copy=False) if len(xs) else np.zeros(0, dt)
     g_cls, g_crowd, g_area = cat([t.classes for t in per]), cat([t.crowd for t in per], bool), cat([t.areas for t in per])
+    g_small = ~g_crowd & (g_area < min_region) & np.isin(g_cls, classes)   # Cityscapes' small regions: part of their class's ignore region
     runs = [r for t in per for r in t.runs]
     n_runs = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
     obj = np.repeat(np.arange(len(runs)), n_runs)
@@ -407,10 +431,12 @@ def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore
     p, g, inter = p[same], g[same], inter[same]
     crowd = g_crowd[g]
     iou = np.where(crowd, _ratio(inter, parea[p]), _ratio(inter, parea[p] + g_area[g] - inter))
-    counted = ~g_crowd
-    if area_range is not None: counted &= (g_area >= area_range[0]) & (g_area <= area_range[1])
+    counted = ~g_crowd & ~g_small
+    if area_range is not None:
+        g_range = cat([t.range_areas for t in per], float)
+        counted &= (g_range >= area_range[0]) & (g_range <= area_range[1])
     c = counted[g]
-    ok = _passes(iou, thresholds, strict)                                 # (T, pairs)
+    ok = _passes(iou, thresholds, strict) & ~g_small[g]                   # (T, pairs); small objects match nothing
     # stage 1: counted objects; with at most one candidate each, the first prediction (in rank order) of each object wins
     t1, k1 = np.nonzero(ok & c)
     amb = np.bincount(t1 * n + p[k1], minlength=T * n) > 1
@@ -434,9 +460,16 @@ def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore
     i, j, ov = runs_overlap(ps, pr.lengths, gs, cat([r[1] for r in ign]))
     shared = np.bincount(pr.owner[i], ov, minlength=len(pr.runs))[rows]
     ign_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
+    if g_small.any():                                                    # add the small objects of each prediction's class
+        sp = g_small[g]
+        shared = shared + np.bincount(p[sp], inter[sp], minlength=n)
+        by_class = np.zeros((len(per), len(classes)), np.int64)
+        np.add.at(by_class, (g_img[g_small], np.searchsorted(classes, g_cls[g_small])), g_area[g_small])
+        ign_area = ign_area + by_class[pimg, np.searchsorted(classes, pcls)]
     region = np.where(ign_area > 0, _ratio(shared, parea + ign_area - shared) if ignore_iou else _ratio(shared, parea), 0.)
     region_ok = _passes(region, thresholds, strict)
-    area_out = np.zeros(n, bool) if area_range is None else (parea < area_range[0]) | (parea > area_range[1])
+    rng = pr.range_area[rows]
+    area_out = np.zeros(n, bool) if area_range is None else (rng < area_range[0]) | (rng > area_range[1])
     outcome = np.where(hit >= 0, _TP, np.where(absorbed, _IGNORED_CROWD, np.where(area_out[None], _IGNORED_AREA,
                        np.where(region_ok, _IGNORED_REGION, _FP)))).astype(np.int8)
     taken = np.where(hit >= 0, g_local[g[np.maximum(hit, 0)]] if g.size else -1, -1)
@@ -447,7 +480,7 @@ def _batch_outcomes(truth, images, pr, rows, classes, thresholds, strict, ignore
         at = slice(p_first[s], p_first[s] + p_count[s])
         if p_count[s]:
             outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], classes, thresholds,
-                                                                                       strict, ignore_iou, area_range)
+                                                                                       strict, ignore_iou, area_range, min_region)
     return outcome, taken, best_iou, region
 
 # %% ../nbs/04_average_precision.ipynb #6c846ae4
@@ -565,6 +598,7 @@ class APResult:
     def __repr__(self):
         o = self.options
         rules = f"mode {o['mode']}, IoU {o['compare']} t, ignore overlap by {o['ignore_overlap']}, cap {o['max_dets']}"
+        if o.get("min_region_size"): rules += f", true objects under {o['min_region_size']} px ignored"
         lines = [f"AP {self.ap:.4f} ({rules})", f"{'class':>14} {'truth':>6} {'preds':>6}   AP (mean over {len(self.thresholds)} thresholds)"]
         for c, n, p, a in zip(self.classes.tolist(), self.n_truth, self.n_pred, np.mean(self.per_class, 1)):
             name = f"{c} {self.names.get(c, '')}".strip()
@@ -610,7 +644,7 @@ def _cap(pr, kept, max_dets):
     out[idx[np.arange(idx.size) - first >= max_dets]] = False
     return out
 
-def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, area_range):
+def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
     "Outcome, object taken and IoU of every prediction at every threshold ((T, N) arrays; capped ones stay `_CAPPED`), and the region overlaps"
     T, N = len(thresholds), len(pr.runs)
     outcome, taken = np.full((T, N), _CAPPED, np.int8), np.full((T, N), -1, np.int64)
@@ -618,20 +652,23 @@ def _outcomes(truth, images, pr, kept, classes, thresholds, strict, ignore_iou, 
     rows = np.lexsort((np.arange(N), -pr.conf, pr.image))                  # by image, then rank in the image
     rows = rows[kept[rows]]
     outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truth, images, pr, rows, classes, thresholds,
-                                                                                   strict, ignore_iou, area_range)
+                                                                                   strict, ignore_iou, area_range, min_region)
     return outcome, taken, iou, region
 
-def _count_truth(truth, classes, area_range):
-    "Counted true objects of each class (crowd regions and objects outside the area range are not counted)"
+def _count_truth(truth, classes, area_range, min_region=0):
+    "Counted true objects of each class (not: crowd regions, objects under `min_region` pixels, objects outside the area range)"
     ts = list(truth.values())
-    cls = np.concatenate([t.classes for t in ts]) if ts else np.zeros(0, np.int64)
-    counted = ~np.concatenate([t.crowd for t in ts]) if ts else np.zeros(0, bool)
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if ts else np.zeros(0, dt)
+    cls = cat([t.classes for t in ts], np.int64)
+    counted = ~cat([t.crowd for t in ts], bool) & (cat([t.areas for t in ts], np.int64) >= min_region)
     if area_range is not None:
-        areas = np.concatenate([t.areas for t in ts]) if ts else np.zeros(0, np.int64)
+        areas = cat([t.range_areas for t in ts], float)
         counted &= (areas >= area_range[0]) & (areas <= area_range[1])
     ci = np.searchsorted(classes, cls)
     counted &= (ci < len(classes)) & (classes[np.minimum(ci, len(classes) - 1)] == cls) if len(classes) else False
     return np.bincount(ci[counted], minlength=len(classes)).astype(np.int64)
+
+CITYSCAPES_MIN_REGION_SIZE = 100   # cityscapesscripts' evalInstanceLevelSemanticLabeling.py: `args.minRegionSizes[0]`
 
 def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `wad_truth` / `image_truth`
                       predictions,        # records (image id, class, confidence, mask or runs), or dicts with those fields
@@ -642,6 +679,7 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
                       ignore_overlap=None,# "iou" (WAD text) or "area" (shared / prediction area: Cityscapes, COCO crowd); default by mode
                       max_dets=None,      # cap on predictions per image and class, most confident first (COCO: 100); None = no cap
                       area_range=None,    # COCO area range (min, max) in pixels; None = all
+                      min_region_size=None,# Cityscapes: true objects under this many pixels are neither found nor missed; default by mode
                       order="C",          # pixel order in which masks are turned into runs
                      ) -> APResult:
     "Mean average precision over classes and IoU thresholds, with the curves and every match"
@@ -654,6 +692,10 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
     if max_dets is not None and (isinstance(max_dets, bool) or _first_not_whole(max_dets) >= 0 or max_dets < 1):
         raise ValueError(f"max_dets must be a whole number >= 1 or None, not {max_dets!r}")
     area_range = _check_area_range(area_range)
+    min_region_size = (CITYSCAPES_MIN_REGION_SIZE if mode == "cityscapes" else 0) if min_region_size is None else min_region_size
+    if isinstance(min_region_size, bool) or np.ndim(min_region_size) or _first_not_whole(min_region_size) >= 0 or min_region_size < 0:
+        raise ValueError(f"min_region_size must be a whole number of pixels >= 0 (or None: by mode), not {min_region_size!r}")
+    min_region_size = int(min_region_size)
     truth = _truth_dict(truth, order)
     images = _image_order(truth)
     pr = _read_predictions(predictions, truth, {k: i for i, k in enumerate(images)}, order)
@@ -669,8 +711,9 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
         if bad.size: raise ValueError(f"prediction {bad[0]}: class {pr.cls[bad[0]]} is not one of the evaluated classes {class_list.tolist()}")
     kept = _cap(pr, np.ones(len(pr.runs), bool), max_dets)
     T, N = len(thresholds), len(pr.runs)
-    outcome, taken, iou, region = _outcomes(truth, images, pr, kept, class_list, thresholds, compare == ">", ignore_overlap == "iou", area_range)
-    n_truth = _count_truth(truth, class_list, area_range)
+    outcome, taken, iou, region = _outcomes(truth, images, pr, kept, class_list, thresholds, compare == ">", ignore_overlap == "iou",
+                                            area_range, min_region_size)
+    n_truth = _count_truth(truth, class_list, area_range, min_region_size)
     per_class, curves, rank = _curves(outcome, pr, kept, class_list, n_truth, mode)
     has = n_truth > 0
     ap = float(per_class[has].mean()) if has.any() else np.nan
@@ -679,7 +722,8 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
     n_pred = np.bincount(ci[kept], minlength=len(class_list)).astype(np.int64)
     matches = dict(image=np.array(images, dtype=object)[pr.image] if N else np.zeros(0, object), prediction=np.arange(N), cls=pr.cls,
                    confidence=pr.conf, rank=rank, outcome=outcome, truth=taken, iou=iou, region=region)
-    options = dict(mode=mode, compare=compare, ignore_overlap=ignore_overlap, max_dets=max_dets, area_range=area_range)
+    options = dict(mode=mode, compare=compare, ignore_overlap=ignore_overlap, max_dets=max_dets, area_range=area_range,
+                   min_region_size=min_region_size)
     return APResult(ap, class_list, thresholds, per_class, n_truth, n_pred, capped, curves, matches, options, names,
                     {k: truth[k].ids for k in images})
 

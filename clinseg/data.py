@@ -178,10 +178,17 @@ class CTPhantom:
                 f"tumour {self.tumour_voxels} voxels at LPS {np.round(self.tumour_centroid, 1).tolist()} mm)")
 
 # %% ../nbs/06_data.ipynb #4f8e899f
+def _hw2_id(*parts, n=32):
+    "A stable id like the homework's (n characters 0-9 a-z) from the parts"
+    x = int.from_bytes(hashlib.sha256("-".join(map(str, parts)).encode()).digest(), "big")
+    digits = []
+    for _ in range(n): x, r = divmod(x, 36); digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[r])
+    return "".join(digits)
+
 def ct_phantom(folder,                 # where to write: slices go to `folder/<case_id>/`
                shape=(24, 64, 64),     # (slices, rows, columns)
                spacing=None,           # (slice step, row spacing, column spacing) mm; default covers 240 mm × 360 mm × 360 mm
-               case_id=None,           # the case's id (folder and label name); default: 32 hex digits from `seed`
+               case_id=None,           # the case's id (folder and label name); default: 32 characters 0-9 a-z from `seed`
                seed=0,                 # random seed: noise, UIDs, file names
                feet_first=False,       # patient feet first (FFS): IOP [-1,0,0, 0,1,0], the normal points to the feet
                oblique=0.0,            # tilt of the slice planes, degrees
@@ -205,7 +212,7 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     if label_layout not in _LABEL_LAYOUTS: raise ValueError(f"label_layout must be one of {', '.join(_LABEL_LAYOUTS)}, not {label_layout!r}")
     rng = np.random.default_rng(seed)
     key = f"clinseg-ct-phantom-{seed}-{shape}-{feet_first}-{oblique}-{gap_after}"
-    case_id = case_id or hashlib.md5(f"{key}-case".encode()).hexdigest()
+    case_id = case_id or _hw2_id(key, "case")
     body_centre = np.array([0.0, 0.0, -150.0])  # scanner coordinates of the body's centre, LPS mm
     x_dir, y_dir, normal, positions = _phantom_geometry(shape, spacing, feet_first, oblique, gap_after, body_centre)
     uids = dict(study=generate_uid(entropy_srcs=[key, "study"]), frame=generate_uid(entropy_srcs=[key, "frame"]),

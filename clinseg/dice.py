@@ -84,14 +84,27 @@ def _check_counts(pred_pixels, truth_pixels, shared):
     if min(pred_pixels, truth_pixels, shared) < 0 or shared > min(pred_pixels, truth_pixels):
         raise ValueError(f"impossible counts: |pred| = {pred_pixels}, |truth| = {truth_pixels}, shared = {shared}")
 
+def _check_empty_truth(empty_truth, empty=1.0):
+    "`empty_truth` ('score' or 'ignore') checked, and `empty` (already checked) left at its default under 'ignore'"
+    if not (isinstance(empty_truth, str) and empty_truth in ("score", "ignore")):
+        raise ValueError("empty_truth must be 'score' (an empty truth is scored: 0 for false positives, `empty` when both are empty) "
+                         f"or 'ignore' (nan whenever the truth is empty, MONAI's ignore_empty=True), not {empty_truth!r}")
+    if empty_truth == "ignore" and empty != 1.0:
+        raise ValueError(f"empty={empty!r} has no effect with empty_truth='ignore' (every item whose truth is empty is nan, "
+                         "both-empty ones too): leave empty at its default")
+    return empty_truth
+
+# %% ../nbs/02_dice.ipynb #833f7ebb
 def dice_from_counts(pred_pixels,   # |X|, pixels in the prediction
                      truth_pixels,  # |Y|, pixels in the truth
                      shared,        # |X∩Y|, pixels in both
                      empty=1.0,     # the score when both masks are empty: a number or nan
+                     empty_truth="score", # 'score': an empty truth is scored (0, or `empty`); 'ignore': nan whenever |Y| = 0 (MONAI)
                     ) -> float:
     "Dice 2|X∩Y| / (|X| + |Y|) from the three counts"
-    e = _check_empty(empty)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     _check_counts(pred_pixels, truth_pixels, shared)
+    if empty_truth == "ignore" and truth_pixels == 0: return float("nan")
     total = pred_pixels + truth_pixels
     return e if total == 0 else float(2 * shared / total)
 
@@ -99,10 +112,12 @@ def iou_from_counts(pred_pixels,   # |X|
                     truth_pixels,  # |Y|
                     shared,        # |X∩Y|
                     empty=1.0,     # the score when both masks are empty: a number or nan
+                    empty_truth="score", # 'score' or 'ignore' (nan whenever |Y| = 0, as MONAI's MeanIoU)
                    ) -> float:
     "IoU |X∩Y| / |X∪Y| from the three counts"
-    e = _check_empty(empty)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     _check_counts(pred_pixels, truth_pixels, shared)
+    if empty_truth == "ignore" and truth_pixels == 0: return float("nan")
     union = pred_pixels + truth_pixels - shared
     return e if union == 0 else float(shared / union)
 
@@ -110,18 +125,20 @@ def iou_from_counts(pred_pixels,   # |X|
 def dice(pred,       # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
          truth,      # truth: boolean or 0/1 array of the same shape
          empty=1.0,  # the score when both are empty (1.0 in HW2 and NeoPolyp); a number or nan
-        ) -> float:  # 2|X∩Y| / (|X| + |Y|); 0 when only one of them is empty
+         empty_truth="score", # 'score': an empty truth is scored; 'ignore': nan whenever the truth is empty (MONAI's default)
+        ) -> float:  # 2|X∩Y| / (|X| + |Y|); 0 when only one of them is empty (nan for an empty truth under 'ignore')
     "Dice coefficient of two masks"
-    e = _check_empty(empty)
-    return dice_from_counts(*mask_counts(pred, truth), empty=e)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
+    return dice_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)
 
 def iou(pred,        # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
         truth,       # truth: boolean or 0/1 array of the same shape
         empty=1.0,   # the score when both are empty; a number or nan
-       ) -> float:   # |X∩Y| / |X∪Y|; 0 when only one of them is empty
+        empty_truth="score", # 'score' or 'ignore' (nan whenever the truth is empty, as MONAI's MeanIoU)
+       ) -> float:   # |X∩Y| / |X∪Y|; 0 when only one of them is empty (nan for an empty truth under 'ignore')
     "Intersection over union (Jaccard index) of two masks"
-    e = _check_empty(empty)
-    return iou_from_counts(*mask_counts(pred, truth), empty=e)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
+    return iou_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)
 
 # %% ../nbs/02_dice.ipynb #6858405e
 @dataclass(frozen=True)
@@ -132,6 +149,7 @@ class DiceTable:
     truth_pixels: np.ndarray # |Y| per item
     shared: np.ndarray     # |X∩Y| per item
     empty: float | str = 1.0 # score of a both-empty item, or 'skip' to leave it out of the mean
+    empty_truth: str = "score" # 'ignore': every item with an empty truth is nan and left out of the mean (MONAI's rule)
 
     @property
     def both_empty(self) -> np.ndarray:
@@ -140,30 +158,33 @@ class DiceTable:
 
     @property
     def values(self) -> np.ndarray:
-        "Dice per item (nan for a both-empty item when empty='skip')"
+        "Dice per item (nan for a both-empty item when empty='skip', for every empty truth when empty_truth='ignore')"
         total = self.pred_pixels + self.truth_pixels
         with np.errstate(invalid="ignore", divide="ignore"):
             v = 2 * self.shared / total
         v[total == 0] = np.nan if self.empty == "skip" else self.empty
+        if self.empty_truth == "ignore": v[self.truth_pixels == 0] = np.nan
         return v
 
     @property
     def counted(self) -> np.ndarray:
         "Items that enter the mean"
+        if self.empty_truth == "ignore": return self.truth_pixels > 0
         return ~self.both_empty if self.empty == "skip" else np.ones(len(self.ids), bool)
 
     @property
     def mean(self) -> float:
-        "Mean of the per-item Dice over the counted items (nan if none is counted)"
-        v = self.values[self.counted]
-        return float(v.mean()) if v.size else float("nan")
+        "Mean of the per-item Dice over the counted items (if none is counted: nan; 0 under empty_truth='ignore', as MONAI)"
+        v = self.values[self.counted]   # none counted: under 'ignore' 0, as MONAI's aggregate gives
+        return float(v.mean()) if v.size else 0.0 if self.empty_truth == "ignore" else float("nan")
 
     @property
     def pooled(self) -> float:
-        "One Dice over all pixels of all items pooled: 2Σ|X∩Y| / Σ(|X| + |Y|); `empty` (nan for 'skip') when every item is empty"
-        total = int(self.pred_pixels.sum() + self.truth_pixels.sum())
-        if total == 0: return float("nan") if self.empty == "skip" else self.empty
-        return 2 * int(self.shared.sum()) / total
+        "One Dice over the pixels of the counted items: 2Σ|X∩Y| / Σ(|X| + |Y|); no pixels: `empty` (nan if nothing is counted, or 'skip')"
+        c = self.counted
+        total = int(self.pred_pixels[c].sum() + self.truth_pixels[c].sum())
+        if total == 0: return float("nan") if self.empty == "skip" or not c.any() else self.empty
+        return 2 * int(self.shared[c].sum()) / total
 
     @property
     def table(self) -> list[dict]:
@@ -173,22 +194,29 @@ class DiceTable:
 
     def __len__(self): return len(self.ids)
 
-    def __repr__(self):
-        n, skipped = len(self), int((~self.counted).sum())
-        head = f"DiceTable: mean {self.mean:.4f} over {n - skipped} of {n} items"
-        head += f" ({skipped} both empty, skipped)" if skipped else ""
-        rows = [f"{'id':>12} {'pred':>10} {'truth':>10} {'shared':>10} {'dice':>8}"]
-        for r in self.table[:20]:
-            rows.append(f"{str(r['id'])[:12]:>12} {r['pred_pixels']:>10} {r['truth_pixels']:>10} {r['shared']:>10} {r['dice']:>8.4f}"
-                        + ("" if r["counted"] else "  (skipped)"))
-        if n > 20: rows.append(f"... {n - 20} more")
-        return "\n".join([head] + rows)
+# %% ../nbs/02_dice.ipynb #dea22e8b
+def _table_repr(self):
+    "The table as text: its mean, then one row per item (the first 20)"
+    n, out = len(self), int((~self.counted).sum())
+    mark = "ignored" if self.empty_truth == "ignore" else "skipped"
+    head = f"DiceTable: mean {self.mean:.4f} over {n - out} of {n} items"
+    head += f" ({out} {'with an empty truth' if mark == 'ignored' else 'both empty'}, {mark})" if out else ""
+    rows = [f"{'id':>12} {'pred':>10} {'truth':>10} {'shared':>10} {'dice':>8}"]
+    for r in self.table[:20]:
+        rows.append(f"{str(r['id'])[:12]:>12} {r['pred_pixels']:>10} {r['truth_pixels']:>10} {r['shared']:>10} {r['dice']:>8.4f}"
+                    + ("" if r["counted"] else f"  ({mark})"))
+    if n > 20: rows.append(f"... {n - 20} more")
+    return "\n".join([head] + rows)
 
+DiceTable.__repr__ = _table_repr
+
+# %% ../nbs/02_dice.ipynb #bcdead9f
 def mean_dice(pairs,      # (pred, truth) pairs of masks, or a mapping id -> (pred, truth)
               empty=1.0,  # score of an item where both are empty: a number, nan, or 'skip' to leave it out of the mean
+              empty_truth="score", # 'score'; or 'ignore': an item whose truth is empty is nan and left out (MONAI's DiceMetric)
              ) -> DiceTable: # the per-item table; `.mean` is the score, `.values` the per-item Dice
     "Per-item Dice of a set of pairs and their mean"
-    e = _check_empty(empty, skip=True)
+    e = _check_empty(empty, skip=True); _check_empty_truth(empty_truth, e)
     if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(a, np.ndarray) for a in pairs):
         raise TypeError("mean_dice takes a list of (pred, truth) pairs, not one pair (its rows would be read as pairs): "
                         "use dice(pred, truth), or mean_dice([(pred, truth)])")
@@ -201,20 +229,21 @@ def mean_dice(pairs,      # (pred, truth) pairs of masks, or a mapping id -> (pr
         try: counts.append(mask_counts(p, t))
         except (ValueError, TypeError) as exc: raise type(exc)(f"item {key!r}: {exc}") from None
     c = np.array(counts, np.int64).reshape(-1, 3)
-    return DiceTable(tuple(k for k, _ in items), c[:, 0], c[:, 1], c[:, 2], e)
+    return DiceTable(tuple(k for k, _ in items), c[:, 0], c[:, 1], c[:, 2], e, empty_truth)
 
 # %% ../nbs/02_dice.ipynb #e9e41726
 def dice_per_class(pred_labels,   # predicted class-label image or volume (integers)
                    truth_labels,  # truth class-label array of the same shape
                    classes,       # label values to score, or a mapping name -> label value
                    empty=1.0,     # the score of a class absent from both: a number or nan
+                   empty_truth="score", # 'score'; or 'ignore': nan for a class absent from the truth (MONAI's rule)
                   ) -> dict:      # class (or name) -> Dice
     "Dice of each class, each scored as the binary mask `labels == value`"
     p, t = np.asarray(pred_labels), np.asarray(truth_labels)
     _check_shapes(p, t, ("pred_labels", "truth_labels"))
     for name, a in (("pred_labels", p), ("truth_labels", t)):
         if a.dtype.kind not in "biu": raise TypeError(f"{name} must hold integer class labels, not {a.dtype}")
-    e = _check_empty(empty)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     if not isinstance(classes, Mapping) and (isinstance(classes, (str, bytes)) or not np.iterable(classes)):
         raise TypeError(f"classes must be a list of label values or a mapping name -> label value, not {type(classes).__name__} {classes!r}")
     named = dict(classes) if isinstance(classes, Mapping) else {c: c for c in classes}
@@ -222,7 +251,7 @@ def dice_per_class(pred_labels,   # predicted class-label image or volume (integ
     for name, value in named.items():
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"class {name!r}: label value {value!r} is not a whole number (labels == {value!r} would match nothing and score as absent)")
-    return {name: dice(p == value, t == value, e) for name, value in named.items()}
+    return {name: dice(p == value, t == value, e, empty_truth) for name, value in named.items()}
 
 # %% ../nbs/02_dice.ipynb #466a5a95
 NEOPOLYP_CLASSES = {0: 1, 1: 2}   # submission class k (Id `<image>_k`) -> label value in `neopolyp_classes`' output
@@ -264,10 +293,11 @@ def rle_dice(pred_text,   # run-length string of the prediction
              shape,       # shape of the masks (checked: runs must fit), or None to skip the check
              convention,  # a `Convention` or a preset's name
              empty=1.0,   # the score when both are empty: a number or nan
+             empty_truth="score", # 'score'; or 'ignore': nan whenever the truth is empty (MONAI's rule)
             ) -> float:
     "Dice of two masks given as run-length strings, equal to `dice` of the decoded masks"
-    e = _check_empty(empty)
-    return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e)
+    e = _check_empty(empty); _check_empty_truth(empty_truth, e)
+    return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e, empty_truth=empty_truth)
 
 # %% ../nbs/02_dice.ipynb #bc9c26e7
 _COLOURS = {"background": (1.0, 1.0, 1.0), "truth only (FN)": (0.27, 0.51, 0.85),

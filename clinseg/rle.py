@@ -567,13 +567,18 @@ def transcode(text,   # run-length string in `src`
 
 # %% ../nbs/01_rle.ipynb #d73282a0
 def faulty_hw2_sample_encode(label) -> str:
-    "TEACHING ONLY: the course's sample encoder, which drops the last run (a run is written only when a gap follows it)"
-    flat = np.asarray(label).ravel(order="C")
-    words, start = [], None
-    for i, v in enumerate(flat.tolist()):  # the original loops over pixels; so does this copy of its logic
-        if v and start is None: start = i
-        elif not v and start is not None: words += [str(start), str(i - start)]; start = None
-    return " ".join(words)
+    "TEACHING ONLY: the course's sample encoder (`retrieve_pred_str`), which always drops the last run: a run is written at the next gap"
+    idx = np.where(np.asarray(label).flatten() == 1)[0]   # foreground voxels in C order (a voxel counts when it equals 1)
+    words = []
+    if idx.size > 0:
+        start = prev = int(idx[0]); count = 1
+        for i in idx[1:].tolist():
+            if i == prev + 1: count += 1
+            else:                                          # a gap: write the run just counted, start the next
+                words += [str(start), str(count)]
+                start, count = i, 1
+            prev = i
+    return " ".join(words)                                 # the run counted last is never written
 
 # %% ../nbs/01_rle.ipynb #2c95df41
 def faulty_neopolyp_sample_decode(text, shape) -> np.ndarray:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_submissions.ipynb #d648a896
 from __future__ import annotations
-import csv, io, math, os, re, sys
+import bisect, csv, difflib, io, math, os, re, sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +15,10 @@ from .instances import dsb_image_score, label_to_runs
 from .ap import WAD_CLASSES, average_precision, read_wad_label
 
 # %% auto #0
-__all__ = ['WAD_SHAPE', 'COMPETITIONS', 'USAGES', 'Competition', 'get_competition', 'Problem', 'Report', 'SubmissionError',
-           'parse_many', 'Solution', 'read_solution', 'Table', 'SubmissionScore', 'validate', 'score', 'resize_nearest',
-           'write_hw2', 'write_neopolyp', 'write_dsb', 'write_wad', 'write_submission', 'write_solution', 'plot_scores',
-           'submission_checker']
+__all__ = ['WAD_SHAPE', 'COMPETITIONS', 'MAX_SUGGESTIONS', 'USAGES', 'Competition', 'get_competition', 'Problem', 'Report',
+           'SubmissionError', 'parse_many', 'suggest_id', 'Solution', 'read_solution', 'Table', 'SubmissionScore',
+           'read_sample_ids', 'validate', 'score', 'resize_nearest', 'write_hw2', 'write_neopolyp', 'write_dsb',
+           'write_wad', 'write_submission', 'write_solution', 'plot_scores', 'submission_checker']
 
 # %% ../nbs/07_submissions.ipynb #fd5cf3b3
 @dataclass(frozen=True)
@@ -35,19 +35,23 @@ class Competition:
     solution_columns: tuple | None = None # solution header (None: the solution is a folder of label images)
     shape: tuple | None = None  # fixed image shape (WAD), else read from the solution
     title: str = ""             # full name, for messages
+    id_rule: str = ""           # `id_pattern` in words, for messages
 
 WAD_SHAPE = (2710, 3384)
 
 COMPETITIONS = {
-    "hw2": Competition("hw2", "hw2", ("encode", "pixel_value"), "encode", "pixel_value", r"[0-9a-f]{32}",
-                       "0a1b2c3d4e5f60718293a4b5c6d7e8f9", False, ("encode", "pixel_value", "Shape"), title="CT homework"),
+    "hw2": Competition("hw2", "hw2", ("encode", "pixel_value"), "encode", "pixel_value", r"[0-9a-z]{32}",
+                       "0u7or1fr6v6sblk1mrahwaz9xeuro7p4", False, ("encode", "pixel_value", "Shape"), title="CT homework",
+                       id_rule="32 characters 0-9 a-z"),
     "wad2018": Competition("wad2018", "wad2018", ("ImageId", "LabelId", "Confidence", "PixelCount", "EncodedPixels"), "ImageId",
-                           "EncodedPixels", r"[^\s,/\\.]+", "171206_030225948_Camera_5", True, None, WAD_SHAPE, title="CVPR 2018 WAD"),
+                           "EncodedPixels", r"[^\s,/\\.]+", "171206_030225948_Camera_5", True, None, WAD_SHAPE, title="CVPR 2018 WAD",
+                           id_rule="no space, comma, slash or dot"),
     "neopolyp": Competition("neopolyp", "neopolyp", ("Id", "Expected"), "Id", "Expected", r"[0-9a-f]{32}_[01]",
-                            "8395e56a6d9ba9d45c3dbc695325ded4_0", False, ("Id", "Expected", "Height", "Width"), title="BKAI-IGH NeoPolyp"),
+                            "8395e56a6d9ba9d45c3dbc695325ded4_0", False, ("Id", "Expected", "Height", "Width"), title="BKAI-IGH NeoPolyp",
+                            id_rule="32 hex digits, then _0 or _1"),
     "dsb2018": Competition("dsb2018", "dsb2018", ("ImageId", "EncodedPixels"), "ImageId", "EncodedPixels", r"[0-9a-f]{64}",
                            "0114f484a16c152baa2d82fdd43740880a762c93f436c8988ac461c5c9dbe7d5", True,
-                           ("ImageId", "EncodedPixels", "Height", "Width", "Usage"), title="2018 Data Science Bowl"),
+                           ("ImageId", "EncodedPixels", "Height", "Width", "Usage"), title="2018 Data Science Bowl", id_rule="64 hex digits"),
 }
 
 def get_competition(competition) -> Competition:
@@ -386,6 +390,50 @@ def _csv_chunks(src, columns, report, optional=(), chunk_rows=1 << 14, progress=
         yield from _csv_rows(src.text_from(len(first)), 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
     if progress is not None: progress(src.pos())
 
+# %% ../nbs/07_submissions.ipynb #0f93c131
+MAX_SUGGESTIONS = 20   # unknown ids of one file that get a suggestion
+_FILE_EXT = re.compile(r"(\.(nii|gz|png|jpe?g|tiff?|bmp|dcm|npy|npz|csv|txt))+$", re.I)
+
+def _closest(word, candidates, cutoff):
+    "The candidate most like `word` (difflib's ratio >= cutoff), None when two tie"
+    best = difflib.get_close_matches(word, candidates, n=2, cutoff=cutoff)
+    ratio = lambda c: difflib.SequenceMatcher(None, word, c).ratio()
+    return best[0] if len(best) == 1 or (best and ratio(best[0]) > ratio(best[1])) else None
+
+def suggest_id(i,              # an id the solution does not list
+               known,          # the listed ids (a set or dict: `in` is fast)
+               ordered=None,   # the same ids sorted (pass it when asking many times)
+              ) -> str | None:
+    "The listed id an unknown id most likely means, or None: without a file extension, a unique longest shared start, or difflib's closest"
+    ordered = sorted(known) if ordered is None else ordered
+    bare = _FILE_EXT.sub("", i.strip())
+    for c in (bare, bare.lower()):
+        if c != i and c in known: return c
+    k = bisect.bisect_left(ordered, bare)
+    n = max((len(os.path.commonprefix([bare, c])) for c in ordered[max(k - 1, 0):k + 1]), default=0)
+    if n >= 8:   # the ids sharing the longest start with it sit next to where it would sort
+        head = bare[:n]
+        group = ordered[bisect.bisect_left(ordered, head):bisect.bisect_left(ordered, head + "\U0010ffff")]
+        if n == len(bare): return group[0] if len(group) == 1 else None   # cut short: only when a single id fits
+        if difflib.get_close_matches(bare, group[:100], n=1, cutoff=0.6):   # characters added, or a late typo
+            return _closest(bare, group[:100], 0.6)                        # (None when two fit as well)
+    return _closest(bare, ordered, 0.8)
+
+class _Known:
+    "The ids a file may use (a solution's or a sample submission's) and the message for any other"
+    def __init__(self, ids, what="the solution"):
+        self.ids, self.what, self.ordered, self.suggested = ids, what, None, 0
+    def __contains__(self, i): return i in self.ids
+    def message(self, i, comp):
+        ext = " (drop the file extension)" if _FILE_EXT.search(i) else ""
+        hint = ""
+        if self.suggested < MAX_SUGGESTIONS:
+            self.suggested += 1
+            if self.ordered is None: self.ordered = sorted(self.ids)
+            s = suggest_id(i, self.ids, self.ordered)
+            if s is not None: hint = f"; did you mean {s!r}?"
+        return f"{i!r} is not a valid {comp.id_column}{ext}: it is not in {self.what} ({len(self.ids)} ids){hint}"
+
 # %% ../nbs/07_submissions.ipynb #b23bd248
 @dataclass
 class _Group:
@@ -455,17 +503,19 @@ def _wad_fields(rows, lines, sums, sizes, ok, report):
             report.add(line, "PixelCount", f"PixelCount {pc} is not the total of the run lengths, {sums[k]}"); ok[k] = False
     return labels, confs
 
-def _check_ids(ids, lines, comp, report, shapes, seen, per_image, pattern):
-    "Format, unknown and duplicated ids of one chunk"
+def _check_ids(ids, lines, comp, report, known, seen, per_image, pattern):
+    "Unknown (with a solution or sample submission) or implausible (without), and duplicated ids of one chunk"
     prev = None
     for k, i in enumerate(ids):
         if per_image and i == prev: continue
         prev = i
-        if not pattern.fullmatch(i):
-            ext = " (drop the file extension)" if re.search(r"\.(png|jpe?g|tiff?|bmp)$", i, re.I) else ""
-            report.add(lines[k], comp.id_column, f"{i!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}", once=("format", i))
-        if shapes is not None and i not in shapes:
-            report.add(lines[k], comp.id_column, f"{i!r} is not in the solution", once=("unknown", i))
+        if known is not None:   # the listed ids are the truth
+            if i not in known: report.add(lines[k], comp.id_column, known.message(i, comp), once=("unknown", i))
+        elif not pattern.fullmatch(i):
+            ext = " (drop the file extension)" if _FILE_EXT.search(i) else ""
+            rule = f" ({comp.id_rule})" if comp.id_rule else ""
+            report.add(lines[k], comp.id_column, f"{i!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
+                       once=("format", i))
         if not per_image:
             if i in seen: report.add(lines[k], comp.id_column, f"{i} appears again (first at row {seen[i]})")
             else: seen[i] = lines[k]
@@ -480,12 +530,14 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
             only=None,       # second pass: gather only these ids, report nothing
             columns=None,    # columns to read (default the submission's)
             optional=(),     # optional trailing columns
+            known=None,      # `_Known` ids (default: the solution's, from `shapes`)
            ):
     "Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report`"
     c = get_convention(comp.convention)
     columns = columns or comp.columns
     k_id, k_rle = columns.index(comp.id_column), columns.index(comp.rle_column)
     pattern = re.compile(comp.id_pattern)
+    if known is None and shapes is not None: known = _Known(shapes)
     wad = comp.name == "wad2018" and not solution
     empty_ok = c.empty == "field" or solution
     seen, closed, split, cur = {}, set(), set(), None
@@ -498,7 +550,7 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
                 keep = [k for k, i in enumerate(ids) if i in only]
                 if not keep: continue
                 lines, rows, ids = [lines[k] for k in keep], [rows[k] for k in keep], [ids[k] for k in keep]
-            else: _check_ids(ids, lines, comp, rep, shapes, seen, comp.per_image, pattern)
+            else: _check_ids(ids, lines, comp, rep, known, seen, comp.per_image, pattern)
             texts = [r[k_rle] for r in rows]
             if shapes is None: row_shapes = comp.shape
             elif comp.per_image:   # one look-up per image, not per row
@@ -558,7 +610,7 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
     if split and comp.name == "dsb2018":   # WAD rows are independent: nothing to gather
         if not isinstance(source, (str, os.PathLike)) and not (hasattr(source, "seekable") and source.seekable()):
             report.add(None, comp.id_column, f"rows of images {', '.join(sorted(split)[:3])} are not together and the stream cannot be read twice")
-        else: yield from _groups(source, comp, report, shapes, None, solution, None, split, columns, optional)
+        else: yield from _groups(source, comp, report, shapes, None, solution, None, split, columns, optional, known)
     report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
     if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
         got = closed if comp.per_image else seen
@@ -570,7 +622,8 @@ def _groups(source,          # path or text stream of a submission (or of a CSV 
             report.add(None, comp.id_column, say, "warning")
         elif not comp.per_image:
             for i in missing:
-                report.add(None, comp.id_column, f"{i} is missing: the solution has it, every id needs a row (an empty field for an empty mask)")
+                report.add(None, comp.id_column, f"{i} is missing: {known.what if known is not None else 'the solution'} has it, "
+                           "every id needs a row (an empty field for an empty mask)")
 
 # %% ../nbs/07_submissions.ipynb #fa4e1aef
 USAGES = ("Public", "Private", "Ignored")
@@ -803,22 +856,41 @@ class _Progress:
 
 def _name(source): return str(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
 
+def read_sample_ids(source,       # the competition's sample submission (path or text stream)
+                    competition,  # 'hw2', 'wad2018', 'neopolyp', 'dsb2018' or a `Competition`
+                   ) -> list:
+    "The ids a sample submission lists, each once, in file order (its run-length strings are not read)"
+    comp = get_competition(competition)
+    report, ids = Report(_name(source)), {}
+    k = comp.columns.index(comp.id_column)
+    with _Source(source) as src:
+        for lines, rows, present in _csv_chunks(src, comp.columns, report):
+            for r in rows: ids.setdefault(r[k], None)
+    if not report.ok: raise SubmissionError(report)
+    if not ids: raise SubmissionError(_one(report, "the sample submission has no rows"))
+    return list(ids)
+
 def validate(submission,      # path (or text stream) of the submission CSV
              competition,     # 'hw2', 'wad2018', 'neopolyp', 'dsb2018' or a `Competition`
              solution=None,   # the solution (path, folder or `Solution`): adds image sizes, unknown and missing ids
              limit=100,       # problems listed; more are counted
              progress=False,  # show a progress bar on stderr
+             sample=None,     # without a solution: the sample submission (path), whose ids are the valid ones (unknown and missing ids)
             ) -> Report:
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
     comp = get_competition(competition)
     sol = solution if isinstance(solution, Solution) or solution is None else read_solution(solution, comp)
+    if sol is not None and sample is not None: raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")
+    ids = read_sample_ids(sample, comp) if sample is not None else None
+    known = _Known(dict.fromkeys(ids), "the sample submission") if ids is not None else None
     report = Report(_name(submission), limit)
     bar = _Progress(submission, progress)
     try:
-        for _ in _groups(submission, comp, report, sol.shapes if sol else None, sol.order if sol else None, progress=bar): pass
+        for _ in _groups(submission, comp, report, sol.shapes if sol else None, sol.order if sol else ids, progress=bar, known=known): pass
     finally: bar.close()
     report.checked = ["header", "ids", "run-length strings"] + (["WAD fields"] if comp.name == "wad2018" else []) + \
                      (["overlaps"] if comp.name == "dsb2018" else []) + (["image sizes", "unknown and missing ids"] if sol else
+                     ["unknown and missing ids (sample submission)"] + (["image sizes (fixed for WAD)"] if comp.shape else []) if ids else
                      ["image sizes (fixed for WAD)"] if comp.shape else [])
     return report
 

@@ -95,6 +95,37 @@ def test_encode_decode_round_trip(tmp_path):
     assert r.returncode == 1 and "already exists" in r.stderr
 
 
+HW2_IDS = ["0u7or1fr6v6sblk1mrahwaz9xeuro7p4", "0n7lp2tldbk94mij1752t75tlc3h0pnl", "n2ds2ett5lj2bxy9xm44zhrvsrl3xqss"]   # the competition page's
+
+
+def test_hw2_real_ids_validate_and_score(tmp_path):
+    "The homework's ids are 32 characters 0-9 a-z (not hex): the page's three and random ones pass; an unknown one is named, with a suggestion"
+    from clinseg.submissions import write_hw2
+    rng = np.random.default_rng(5)
+    ids = HW2_IDS + ["".join(rng.choice(list("0123456789abcdefghijklmnopqrstuvwxyz"), 32)) for _ in range(20)]
+    vols = {i: (np.random.default_rng(k).random((5, 4, 3)) < 0.3).astype(np.uint8) for k, i in enumerate(ids)}
+    write_solution(tmp_path / "solution.csv", vols, "hw2")
+    write_hw2(tmp_path / "submission.csv", vols)
+    r = clinseg("validate", "-c", "hw2", tmp_path / "submission.csv")
+    assert r.returncode == 0 and r.stderr == "" and f"ok: {len(ids)} rows, 0 errors" in r.stdout, r.stderr
+    r = clinseg("validate", "-c", "hw2", tmp_path / "submission.csv", "--solution", tmp_path / "solution.csv")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = clinseg("score", "-c", "hw2", tmp_path / "solution.csv", tmp_path / "submission.csv")
+    assert (r.returncode, r.stdout) == (0, "score 1.000000\n"), r.stderr
+    text = (tmp_path / "submission.csv").read_text()
+    cut, suffixed = HW2_IDS[0][:12], HW2_IDS[2] + ".nii.gz"
+    (tmp_path / "bad.csv").write_text(text.replace(f"\n{HW2_IDS[0]},", f"\n{cut},").replace(f"\n{HW2_IDS[2]},", f"\n{suffixed},"))
+    r = clinseg("validate", "-c", "hw2", tmp_path / "bad.csv", "--solution", tmp_path / "solution.csv")
+    bad = tmp_path / "bad.csv"
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == (f"clinseg: error: {bad}: row 2: field encode: '{cut}' is not a valid encode: it is not in the solution "
+                        f"({len(ids)} ids); did you mean '{HW2_IDS[0]}'?"), r.stderr
+    assert lines[1] == (f"clinseg: error: {bad}: row 4: field encode: '{suffixed}' is not a valid encode (drop the file extension): "
+                        f"it is not in the solution ({len(ids)} ids); did you mean '{HW2_IDS[2]}'?"), r.stderr
+    r = clinseg("score", "-c", "hw2", tmp_path / "solution.csv", bad)
+    assert r.returncode == 1 and r.stdout == "" and f"did you mean '{HW2_IDS[0]}'?" in r.stderr
+
 def test_real_dsb_solution_and_neopolyp_sample():
     if not DATA.exists(): pytest.skip(f"{DATA} is absent")
     sol = DATA / "dsb2018" / "stage1_solution.csv"
