@@ -36,7 +36,8 @@ def frames(args):
 
 
 def wad_clinseg(args):
-    from clinseg import wad_truth, mask_to_runs, average_precision
+    from clinseg import mask_to_runs, average_precision
+    from clinseg.competitions.wad2018 import wad_truth
     spent, truth, records = 0.0, {}, []
     for f, labels, preds in frames(args):
         t0 = time.perf_counter(); truth[f] = wad_truth(labels); spent += time.perf_counter() - t0
@@ -130,7 +131,8 @@ def wad_hotcoco(args):
 # ---------------------------------------------------------------- (b) COCO segm from a COCO dict and results list
 def coco_data(args, path):
     "Write the COCO dataset (gt dict and results, compressed RLE strings) once, with clinseg's own encoder"
-    from clinseg import synthetic_scene, label_to_runs, reorder_runs, runs_to_coco_counts, coco_string
+    from clinseg import synthetic_scene, label_to_runs, reorder_runs
+    from clinseg.coco import runs_to_coco_counts, coco_string
     shape = (480, 640)
     size = shape[0] * shape[1]
     rle = lambda s, l: dict(size=list(shape), counts=coco_string(runs_to_coco_counts(s, l, size)))
@@ -153,7 +155,8 @@ def coco_load(path):
 
 
 def coco_clinseg(args):
-    from clinseg import coco_rles_to_runs, ImageTruth, average_precision
+    from clinseg import ImageTruth, average_precision
+    from clinseg.coco import coco_rles_to_runs
     images, anns, dets = coco_load(args.data)
     t0 = time.perf_counter()
     runs = coco_rles_to_runs([a["segmentation"] for a in anns])

@@ -76,7 +76,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from clinseg.data import ct_phantom
+    from clinseg.phantom import ct_phantom
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         ph = ct_phantom(tmp, shape=(args.slices, args.size, args.size), label_dir=False)

@@ -1,12 +1,20 @@
 "clinseg: segmentation-competition evaluation, taught in notebooks."
 __version__ = "0.0.1"
 
-# The public API at package level (`from clinseg import encode, dice, ...`): each chapter's module
-# lists its public names in `__all__` (written by nbdev_export). Imported in reading order.
-from .rle import *
-from .dice import *
-from .instances import *
-from .ap import *
-from .ct import *
-from .data import *
-from .submissions import *
+# The public API at package level is what a student types (`from clinseg import encode, dice, ...`); everything else
+# lives in its chapter's module (`clinseg.runs`, `clinseg.rle`, ..., `clinseg.competitions.dsb2018`). Modules are
+# imported in reading order; `clinseg.coco` registers the "coco" convention with `clinseg.rle` when imported.
+from .runs import Objects, RLEError, mask_to_runs, runs_to_mask
+from .rle import CONVENTIONS, Convention, decode, encode, format_runs, parse_runs, rle_playground, transcode
+from .coco import coco_string
+from .dice import dice, dice_explorer, dice_per_class, iou, mean_dice, rle_dice
+from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
+from .instances import dsb_image_score, dsb_score, dsb_threshold_explorer, iou_matrix, label_to_runs, overlap_counts
+from .ap import average_precision, image_truth, pr_explorer
+from .phantom import ct_phantom
+from .ct import align_label, ct_viewer, read_dicom_seg, read_dicom_series, read_nifti_label, window
+from .imageio import ImageError, read_image
+from .submission import Competition, SubmissionError, Table, dice_items, instance_items
+from .submissions import (get_competition, load_competition, plot_scores, read_solution, score, submission_checker,
+                          validate, write_solution, write_submission)
+from .demo import run_demo

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from .rle import *
 from .dice import dice
+from .phantom import LPS_TO_RAS
 
 # %% auto #0
 __all__ = ['GEOMETRY_TAGS', 'WINDOWS', 'HW2_SERIES_ORDER', 'DicomSeriesError', 'CTSeries', 'read_dicom_series', 'describe_affine',
@@ -19,12 +20,12 @@ __all__ = ['GEOMETRY_TAGS', 'WINDOWS', 'HW2_SERIES_ORDER', 'DicomSeriesError', '
 class DicomSeriesError(ValueError):
     "DICOM files that do not make one regular volume (the message names the files)"
 
+# %% ../nbs/05_ct.ipynb #7acb669e
 GEOMETRY_TAGS = ("ImagePositionPatient", "ImageOrientationPatient", "PixelSpacing", "Rows", "Columns")
 _NOT_SLICES = {"1.2.840.10008.5.1.4.1.1.66.4": "a DICOM SEG", "1.2.840.10008.5.1.4.1.1.481.3": "an RT structure set",
                "1.2.840.10008.5.1.4.1.1.66": "raw data", "1.2.840.10008.5.1.4.1.1.88.22": "a structured report"}
 _DEFER_BYTES = 1 << 16
 _RAW_LITTLE_ENDIAN = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1"}
-_LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
 _IJK_TO_SRC = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], float)  # NIfTI (i, j, k) -> (slice, row, col)
 
 def _series_files(folder):
@@ -59,6 +60,7 @@ def _read_slices(files):
         else: slices.append((f, ds))
     return slices, skipped
 
+# %% ../nbs/05_ct.ipynb #fbf7a3ba
 def _one_series(slices, series_uid):
     "The slices of one series: all of them if there is one, the requested one, or an error listing them"
     groups = {}
@@ -89,6 +91,7 @@ def _numbers(ds, keyword):
     if value is None or value == "" or (hasattr(value, "__len__") and not isinstance(value, str) and len(value) == 0): return None
     return [float(v) for v in value] if hasattr(value, "__iter__") and not isinstance(value, str) else [float(value)]
 
+# %% ../nbs/05_ct.ipynb #1e525901
 def _geometry(f, ds):
     "Position (3,), orientation (6,), spacing (2,), size (rows, cols) of one slice, or an error naming the file and tag"
     from pydicom.datadict import tag_for_keyword
@@ -116,6 +119,7 @@ def _check_same(files, values, what, tol):
             raise DicomSeriesError(f"mixed {what}: {files[0].name} has {np.round(ref, 6).tolist()} but {f.name} has "
                                    f"{np.round(v, 6).tolist()}: not one volume")
 
+# %% ../nbs/05_ct.ipynb #bbfb9df2
 def _slice_steps(files, positions, normal, gap_tol):
     "Order along the normal, the step vector between slices and the step length; errors for duplicates and uneven gaps"
     along = positions @ normal
@@ -159,11 +163,13 @@ def _pixels(ds):
             return arr
     return ds.pixel_array
 
+# %% ../nbs/05_ct.ipynb #2e8992f0
 def _rescale(ds):
     "RescaleSlope and RescaleIntercept of one slice as floats (1 and 0 when absent)"
     slope, intercept = _numbers(ds, "RescaleSlope"), _numbers(ds, "RescaleIntercept")
     return (1.0 if slope is None else slope[0]), (0.0 if intercept is None else intercept[0])
 
+# %% ../nbs/05_ct.ipynb #83bcc76c
 def _hu_volume(slices, # (path, dataset) pairs in slice order
                rows,   # Rows of every slice
                cols,   # Columns of every slice
@@ -205,7 +211,7 @@ class CTSeries:
     @property
     def nifti_affine(self) -> np.ndarray:
         "4x4: nibabel-order voxel (i, j, k) = (column, row, slice) -> RAS mm"
-        return _LPS_TO_RAS @ self.affine @ _IJK_TO_SRC
+        return LPS_TO_RAS @ self.affine @ _IJK_TO_SRC
 
     def world(self, index) -> np.ndarray:
         "LPS mm of voxel indices (..., 3) given as (slice, row, column)"
@@ -237,6 +243,7 @@ def read_dicom_series(folder,          # a folder of DICOM slices, or a list of 
         why = "; ".join(f"{f.name}: {r}" for f, r in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
         raise DicomSeriesError(f"{e}\n({len(skipped)} file(s) skipped as not slices: {why})") from None
 
+# %% ../nbs/05_ct.ipynb #6655cf6f
 def _series_of(slices,     # (path, dataset) pairs of one series
                skipped,    # (path, reason) pairs of the files left out
                gap_tol,    # as in `read_dicom_series`
@@ -311,6 +318,7 @@ class NiftiLabel:
         return (f"NiftiLabel({'×'.join(map(str, self.shape))} {self.data.dtype}, voxel axes toward {', '.join(self.axcodes)}, values {{{vals}}})\n"
                 + describe_affine(self.affine, self.shape))
 
+# %% ../nbs/05_ct.ipynb #343a3a54
 def read_nifti_label(path, # a .nii or .nii.gz label file
                     ) -> NiftiLabel:
     "Read a NIfTI label: the integer array in the file's axis order and its RAS affine"
@@ -322,6 +330,7 @@ def read_nifti_label(path, # a .nii or .nii.gz label file
         raise ValueError(f"{path.name}: neither sform nor qform is set, so the file does not say where its voxels are")
     return NiftiLabel(_label_data(img.dataobj, path.name), np.asarray(img.affine, float), path)
 
+# %% ../nbs/05_ct.ipynb #df5f5630
 def _label_data(data, # the label's array
                 what, # how to name it in an error (the file's name)
                ) -> np.ndarray:
@@ -338,10 +347,12 @@ def _label_data(data, # the label's array
 class GridMismatchError(ValueError):
     "A label whose voxel grid is not the CT's (the message says how they differ)"
 
+# %% ../nbs/05_ct.ipynb #0c035c92
 def _grid_of(series):
     "(shape, (slice,row,col) -> LPS affine) of a CTSeries or of anything with .shape and .affine"
     return tuple(int(s) for s in series.shape), np.asarray(series.affine, float)
 
+# %% ../nbs/05_ct.ipynb #9676e254
 def _signed_permutation(m, tol):
     "The signed permutation matrix `m` is within `tol` of, or None"
     p = np.round(m)
@@ -352,7 +363,7 @@ def _signed_permutation(m, tol):
 def _mismatch(lab_affine, affine, drift):
     "Words for how a label grid differs from the CT's when no axis permutation maps one onto the other"
     lab_mm, ct_mm = np.linalg.norm(lab_affine[:3, :3], axis=0), np.linalg.norm(affine[:3, :3], axis=0)
-    lab_dirs = _LPS_TO_RAS[:3, :3] @ (lab_affine[:3, :3] / lab_mm)   # label axes in LPS, unit length
+    lab_dirs = LPS_TO_RAS[:3, :3] @ (lab_affine[:3, :3] / lab_mm)   # label axes in LPS, unit length
     cos = np.abs((affine[:3, :3] / ct_mm).T @ lab_dirs)                # cosines between CT axes (rows) and label axes
     hint = " (was it saved with np.eye(4) as its affine? save it with the CT's `nifti_affine`)" if np.allclose(lab_affine, np.eye(4)) else ""
     far = f" (voxels up to {drift:.3g} voxels off)" if drift is not None else ""
@@ -376,6 +387,7 @@ def _as_nifti_label(label) -> NiftiLabel:
     raise TypeError(f"label must be a NiftiLabel, a nibabel image or a path, not {type(label).__name__}: a bare array does not say "
                     "where its voxels are (wrap it as NiftiLabel(array, affine))")
 
+# %% ../nbs/05_ct.ipynb #228e2da9
 def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a NIfTI file
                 series,          # the CTSeries whose voxel grid the label must be put on
                 tol=0.01,        # largest allowed displacement of any voxel, in voxels
@@ -390,7 +402,7 @@ def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a
             raise GridMismatchError(f"label shape {data.shape} (column, row, slice) is not the CT's {shape[::-1]}")
         return np.ascontiguousarray(data.transpose(2, 1, 0))
     if trust != "affine": raise ValueError(f"trust must be 'affine' or 'baseline', not {trust!r}")
-    m = np.linalg.inv(_LPS_TO_RAS @ affine) @ label.affine  # label voxel -> CT voxel
+    m = np.linalg.inv(LPS_TO_RAS @ affine) @ label.affine  # label voxel -> CT voxel
     p = _signed_permutation(m[:3, :3], 0.5)  # the nearest signed permutation, if any
     drift = None if p is None else float((np.abs(m[:3, :3] - p) @ (np.array(data.shape) - 1)).max())  # at the far corner
     if p is None or drift > tol: raise GridMismatchError(_mismatch(label.affine, affine, drift))
@@ -438,6 +450,7 @@ def _frame_item(seq, name):
     items = seq.get(name) if seq is not None else None
     return items[0] if items else None
 
+# %% ../nbs/05_ct.ipynb #c7381bc2
 def _frame_geometry(seg, i):
     "(referenced SOP UID or None, position or None, segment number) of frame i"
     per = seg.get("PerFrameFunctionalGroupsSequence")
@@ -449,6 +462,7 @@ def _frame_geometry(seg, i):
     ident = _frame_item(per, "SegmentIdentificationSequence")
     return uid, pos, int(ident.ReferencedSegmentNumber) if ident is not None else 1
 
+# %% ../nbs/05_ct.ipynb #dfec895a
 def _shared_or_frame(seg, i, group, tag):
     "A value from the per-frame group if present, else from the shared group"
     for seq_name in ("PerFrameFunctionalGroupsSequence", "SharedFunctionalGroupsSequence"):
@@ -492,6 +506,7 @@ def _frame_slice(seg,    # the SEG dataset
     if at is None: raise ValueError(f"{name}: frame {i + 1} has neither a known referenced slice nor a position")
     return at
 
+# %% ../nbs/05_ct.ipynb #171fcc14
 def read_dicom_seg(path,          # a DICOM SEG file
                    series,        # the CTSeries it segments
                    match="auto",  # put frames on slices by 'uid', by 'position', or 'auto' (uid when referenced, checked against position)
@@ -547,6 +562,7 @@ def series_to_nifti_order(volume) -> np.ndarray:
     if volume.ndim != 3: raise ValueError(f"a volume must be 3-D, not shape {volume.shape}")
     return volume.transpose(2, 1, 0)
 
+# %% ../nbs/05_ct.ipynb #d3ce27f2
 def nifti_to_series_order(array) -> np.ndarray:
     "A baseline NIfTI label (column, row, slice) on the CT's (slice, row, column) axes (a view; use `align_label` to check the affine)"
     return series_to_nifti_order(array)
@@ -572,6 +588,7 @@ def _dice(pred, truth):
     "Dice of any-label-vs-background (labels may hold several classes); 1.0 when both are empty"
     return dice(np.asarray(pred) != 0, np.asarray(truth) != 0)
 
+# %% ../nbs/05_ct.ipynb #ec23b327
 def _best_slice(hu, label):
     "The slice with most label voxels, else the middle one"
     if label is not None and np.any(label): return int(np.asarray(label).reshape(len(label), -1).sum(1).argmax())

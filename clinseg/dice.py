@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Mapping
 import numpy as np
 from .rle import *
-from .rle import _as_bool
+from .runs import as_bool_mask
 
 # %% auto #0
 __all__ = ['NEOPOLYP_CLASSES', 'mask_counts', 'dice_from_counts', 'iou_from_counts', 'dice', 'iou', 'DiceTable', 'mean_dice',
@@ -60,7 +60,7 @@ def mask_counts(pred,   # boolean or 0/1 array, any number of dimensions, any me
     "|X|, |Y| and |X∩Y| of two masks, in one pass over each, block by block"
     p, t = np.asarray(pred), np.asarray(truth)
     _check_shapes(p, t)
-    p, t = np.atleast_1d(_as_bool(p)), np.atleast_1d(_as_bool(t))
+    p, t = np.atleast_1d(as_bool_mask(p)), np.atleast_1d(as_bool_mask(t))
     return _block_counts(*_memory_order(p, t))
 
 # %% ../nbs/02_dice.ipynb #85b8b5b3
@@ -307,7 +307,7 @@ def overlap_image(pred,   # 2-D boolean or 0/1 prediction
                   truth,  # 2-D boolean or 0/1 truth of the same shape
                  ) -> np.ndarray: # (H, W, 3) float RGB: white background, blue FN, orange FP, green TP
     "RGB picture of the overlap of two 2-D masks"
-    p, t = _as_bool(pred), _as_bool(truth)
+    p, t = as_bool_mask(pred), as_bool_mask(truth)
     _check_shapes(p, t)
     if p.ndim != 2: raise ValueError(f"overlap_image draws 2-D masks, got {p.ndim} dimensions: pick a slice")
     img = np.empty(p.shape + (3,))

@@ -7,14 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
+import math
 import numpy as np
+from .runs import *
 from .rle import *
-from .rle import _axes, _check_runs_fit, _concat_runs, _overlapping_pairs, _runs_to_pixels
 
 # %% auto #0
-__all__ = ['DSB_THRESHOLDS', 'label_to_runs', 'Overlaps', 'overlap_counts', 'iou_matrix', 'reference_histogram_iou',
-           'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore', 'dsb_score', 'runs_to_labels',
-           'synthetic_nuclei', 'synthetic_prediction', 'plot_dsb_threshold', 'dsb_threshold_explorer']
+__all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'Overlaps', 'overlap_counts', 'iou_matrix',
+           'reference_histogram_iou', 'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore',
+           'dsb_score', 'runs_to_labels', 'synthetic_nuclei', 'synthetic_prediction', 'plot_dsb_threshold',
+           'dsb_threshold_explorer']
 
 # %% ../nbs/03_instances.ipynb #0b7cac5b
 def _labels_array(labels, what="labels"):
@@ -28,6 +30,7 @@ def _labels_array(labels, what="labels"):
     if a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: label {a.min()} is negative (0 is background, objects are > 0)")
     return a
 
+# %% ../nbs/03_instances.ipynb #8fea52cd
 def _image_runs(flat):
     "Runs of constant value of a flat array: starts, lengths, values (background runs included)"
     if flat.size == 0: return np.zeros(0, np.int64), np.zeros(0, np.int64), flat[:0]
@@ -47,23 +50,27 @@ def _index_values(values, background=False):
     if background and ids[0] != 0: ids, index = np.concatenate([[0], ids]), index + 1
     return ids, index.ravel()
 
-def _label_runs(a, order):
-    "Foreground runs of a label image in `order`: starts, lengths, object index (0..n-1), and the ids"
-    starts, lengths, values = _image_runs(a.transpose(_axes(order, a.ndim)).ravel())   # a copy only if `order` is not the memory order
+# %% ../nbs/03_instances.ipynb #b45d3ae3
+def _label_objects(a, order):
+    "The objects of a checked label image: foreground runs in pixel order, the object index of each, ids the label values"
+    starts, lengths, values = _image_runs(a.transpose(pixel_axes(order, a.ndim)).ravel())   # a copy only if `order` is not the memory order
     fg = values != 0
-    starts, lengths, values = starts[fg], lengths[fg], values[fg]
-    ids, obj = _index_values(values)
-    return starts, lengths, obj, ids.astype(np.int64)
+    ids, obj = _index_values(values[fg])
+    return Objects(starts[fg], lengths[fg], obj.astype(np.int64, copy=False), ids.astype(np.int64), a.shape, order)
 
+def label_objects(labels,    # instance label image (2-D or 3-D integers), 0 = background
+                  order="C", # pixel order of the runs: 'C', 'F' or a tuple of axes (as in `mask_to_runs`)
+                 ) -> Objects: # every object's runs in pixel order; ids: the label values, sorted
+    "Every object of a label image as one `Objects`, in one pass over the image"
+    return _label_objects(_labels_array(labels), order)
+
+# %% ../nbs/03_instances.ipynb #fb1896ed
 def label_to_runs(labels,    # instance label image (2-D or 3-D integers), 0 = background
                   order="C", # pixel order of the runs: 'C', 'F' or a tuple of axes (as in `mask_to_runs`)
                  ) -> tuple[np.ndarray, list]: # the object ids (sorted) and each object's 0-based (starts, lengths)
     "Runs of every object of a label image, in one pass over the image"
-    starts, lengths, obj, ids = _label_runs(_labels_array(labels), order)
-    if not ids.size: return ids, []
-    by_object = np.argsort(obj, kind="stable")             # a stable sort keeps each object's runs in pixel order
-    cut = np.cumsum(np.bincount(obj, minlength=ids.size))[:-1]
-    return ids, list(zip(np.split(starts[by_object], cut), np.split(lengths[by_object], cut)))
+    objects = label_objects(labels, order)
+    return objects.ids, objects.as_list()
 
 # %% ../nbs/03_instances.ipynb #fa29b8e8
 def _flat_pair(truth, pred):
@@ -111,10 +118,11 @@ class Overlaps(NamedTuple):
 
 # %% ../nbs/03_instances.ipynb #5e3f1165
 def _classify(objs, side):
-    "None for a label image, else what each object of the list is: 'mask', 'text' or 'runs' (a clear error otherwise)"
+    "None for a label image, 'objects' for an `Objects`, else what each object of the list is: 'mask', 'text' or 'runs'"
     if isinstance(objs, np.ndarray): return None
+    if isinstance(objs, Objects): return "objects"
     if not isinstance(objs, (list, tuple)):
-        raise TypeError(f"{side}: expected a label image (numpy array) or a list of masks / runs / RLE strings, not {type(objs).__name__}")
+        raise TypeError(f"{side}: expected a label image (numpy array), an Objects or a list of masks / runs / RLE strings, not {type(objs).__name__}")
     types = set(map(type, objs))                           # fast paths for lists of one kind
     if types <= {tuple, list} and set(map(len, objs)) <= {2}: return ["runs"] * len(objs)
     if types <= {np.ndarray}: return ["mask"] * len(objs)
@@ -128,19 +136,27 @@ def _classify(objs, side):
                               f"not {type(o).__name__}")
     return tags
 
+# %% ../nbs/03_instances.ipynb #85a795cf
 def _shape_of(objs, tags, side):
-    "Shape of the arrays in `objs` (None when there are none), checking they agree"
+    "Shape of the arrays in `objs`, or of an `Objects` (None when unknown), checking they agree"
+    if tags == "objects": return objs.shape
     arrays = [objs] if tags is None else [o for o, tag in zip(objs, tags) if tag == "mask"]
     shapes = {np.shape(a) for a in arrays}
     if len(shapes) > 1: raise ValueError(f"{side}: masks of different shapes {sorted(shapes)}")
     return shapes.pop() if shapes else None
 
-def _common_order(tags, order, convention, shape):
-    "The pixel order in which both sides can be compared as runs"
-    kinds = set().union(*[{"labels"} if t is None else set(t) for t in tags])
+# %% ../nbs/03_instances.ipynb #3b6a8fae
+def _common_order(tags, order, convention, shape, fixed=()):
+    "The pixel order in which both sides can be compared as runs; `fixed`: the orders of the sides given as `Objects`"
+    kinds = set().union(*[{"labels"} if t is None else {t} if t == "objects" else set(t) for t in tags])
+    ndim = len(shape) if shape is not None else 2
+    for o in fixed:                                        # an Objects knows its order
+        if order is not None and pixel_axes(order, ndim) != pixel_axes(o, ndim):
+            raise ValueError(f"order={order!r} contradicts the order {o!r} of the Objects")
+        order = o
     if "text" in kinds:
         c_order = get_convention(convention).order
-        if order is not None and _axes(order, 2) != _axes(c_order, 2):
+        if order is not None and pixel_axes(order, 2) != pixel_axes(c_order, 2):
             raise ValueError(f"order={order!r} contradicts the convention {get_convention(convention).name!r} of the RLE strings")
         order = c_order
         if shape is None: raise ValueError("RLE strings need the image's shape: pass shape=(height, width)")
@@ -148,51 +164,30 @@ def _common_order(tags, order, convention, shape):
         raise ValueError("runs given as (starts, lengths) next to arrays: say in which pixel order the runs are, order='C' or 'F'")
     return order if order is not None else "C"
 
-class _Runs(NamedTuple):
-    "All objects of one side as one set of runs: starts, lengths, the object of each run, and the ids"
-    starts: np.ndarray
-    lengths: np.ndarray
-    obj: np.ndarray
-    ids: np.ndarray
-    area: np.ndarray = None   # each object's pixels, when already known
+# %% ../nbs/03_instances.ipynb #f616fab0
+def _runs_objects(runs, shape, order, what):
+    "A list of (starts, lengths) as a checked `Objects`: concatenated and checked in one pass, a bad object named by `Objects.from_runs`"
+    starts, lengths = [s for s, _ in runs], [l for _, l in runs]
+    n = np.fromiter(map(len, starts), np.int64, len(runs))
+    try:
+        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
+        s, l = cat(starts), cat(lengths)
+        fine = s.ndim == l.ndim == 1 and s.size == l.size == n.sum() and first_not_whole(s) < 0 and first_not_whole(l) < 0
+    except ValueError: fine = False                         # 2-D arrays, text, ...: let from_runs say what is wrong
+    if not fine or (n != np.fromiter(map(len, lengths), np.int64, len(runs))).any(): return Objects.from_runs(runs, None, shape, order, what)
+    s, l, ends = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False), np.cumsum(n)
+    upto = np.concatenate([[0], np.cumsum(l)])             # each object's runs are one block: areas from one cumulative sum
+    ids = np.arange(len(runs), dtype=np.int64)
+    owner = np.repeat(ids, n)
+    bad = (s < 0) | (l <= 0) | ((s + l > math.prod(shape)) if shape is not None else False)
+    bad[1:] |= (owner[1:] == owner[:-1]) & (s[1:] < (s + l)[:-1])       # unsorted or overlapping within an object
+    if bad.any(): Objects.from_runs(runs, None, shape, order, what)     # raises, naming the object
+    return Objects(s, l, owner, ids, shape, order, upto[ends] - upto[ends - n])
 
-    def areas(self):
-        if self.area is not None: return self.area
-        return np.bincount(self.obj, self.lengths, minlength=self.ids.size).astype(np.int64)
-    def as_list(self):
-        if not self.ids.size: return []
-        cut = np.cumsum(np.bincount(self.obj, minlength=self.ids.size))[:-1]
-        by = np.argsort(self.obj, kind="stable")
-        return list(zip(np.split(self.starts[by], cut), np.split(self.lengths[by], cut)))
-
-def _first_not_whole(x):
-    "Position of the first value of `x` that is not a whole number (-1 when all are): floats are never truncated silently"
-    x = np.asarray(x).reshape(-1)
-    if x.dtype.kind in "iu" or not x.size: return -1
-    if x.dtype.kind != "f": return 0
-    bad = np.flatnonzero(~np.isfinite(x) | (x != np.round(x)))
-    return int(bad[0]) if bad.size else -1
-
-def _check_whole(starts, lengths, what):
-    "A clear error when the starts or lengths of one object's runs are not whole numbers"
-    for name, x in (("starts", starts), ("lengths", lengths)):
-        k = _first_not_whole(x)
-        if k >= 0: raise ValueError(f"{what}: run {name} must be whole numbers, not {np.asarray(x).reshape(-1)[k]}")
-
-def _check_list_runs(r, size, side):
-    "Every object's runs positive, inside the image, sorted and disjoint: checked on all objects at once"
-    s, l, m = r.starts, r.lengths, r.obj
-    bad = (s < 0) | (l <= 0) | ((s + l > size) if size is not None else False)
-    same = m[1:] == m[:-1]
-    unsorted = same & (s[1:] < (s + l)[:-1])
-    if bad.any() or unsorted.any():
-        k = int(m[np.flatnonzero(bad)[0]] if bad.any() else m[1:][np.flatnonzero(unsorted)[0]])
-        try: _check_runs_fit(s[m == k], l[m == k], size if size is not None else 1 << 62)
-        except ValueError as e: raise ValueError(f"{side} object {k}: {e}") from None
-
-def _side_runs(objs, tags, order, convention, shape, side) -> _Runs:
-    "One side's objects as one set of runs in `order`"
-    if tags is None: return _Runs(*_label_runs(_labels_array(objs, side), order))
+def _side_runs(objs, tags, order, convention, shape, side) -> Objects:
+    "One side's objects as one `Objects` in `order` (an `Objects` as it is)"
+    if tags is None: return _label_objects(_labels_array(objs, side), order)
+    if tags == "objects": return objs
     runs = [] if "mask" in tags or "text" in tags else list(objs)   # a list of runs is taken as it is
     for k, (o, tag) in enumerate(zip(objs, tags) if not runs else []):
         if tag == "runs": runs.append(o)
@@ -200,32 +195,16 @@ def _side_runs(objs, tags, order, convention, shape, side) -> _Runs:
         else:
             try: runs.append(parse_runs(o, convention, shape))
             except RLEError as e: raise RLEError(f"{side} object {k}: {e}") from None
-    starts, lengths = [s for s, _ in runs], [l for _, l in runs]
-    n = np.fromiter(map(len, starts), np.int64, len(runs))
-    if "runs" in tags and (n != np.fromiter(map(len, lengths), np.int64, len(runs))).any():
-        k = int(np.flatnonzero(n != np.fromiter(map(len, lengths), np.int64, len(runs)))[0])
-        raise ValueError(f"{side} object {k}: {len(runs[k][0])} starts but {len(runs[k][1])} lengths")
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    s, l = cat(starts), cat(lengths)
-    for name, x in (("starts", s), ("lengths", l)):
-        k = _first_not_whole(x)
-        if k >= 0: raise ValueError(f"{side} object {np.searchsorted(np.cumsum(n), k, 'right')}: run {name} must be whole numbers, not {x[k]}")
-    s, l = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False)
-    upto = np.concatenate([[0], np.cumsum(l)])                 # each object's runs are one block: areas from one cumulative sum
-    ends = np.cumsum(n)
-    r = _Runs(s, l, np.repeat(np.arange(len(runs)), n), np.arange(len(runs), dtype=np.int64), upto[ends] - upto[ends - n])
-    _check_list_runs(r, int(np.prod(shape)) if shape is not None else None, side)
-    return r
+    return _runs_objects(runs, shape, order, f"{side} object")
 
 # %% ../nbs/03_instances.ipynb #002d774a
-def _sorted_disjoint(r):
+def _sorted_disjoint(objects):
     "The runs of one side sorted by start, and whether they are disjoint (no two objects overlap)"
-    by = np.argsort(r.starts, kind="stable")
-    s, l, m = r.starts[by], r.lengths[by], r.obj[by]
+    s, l, m = objects.sorted()
     return s, l, m, not (s.size > 1 and (s[1:] < (s + l)[:-1]).any())
 
 def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
-    "`Overlaps` of two sides, and the predicted runs when they came as a list, sorted, with whether they are disjoint"
+    "`Overlaps` of two sides, and the predicted `Objects` when they came as a list or an `Objects`"
     tags = _classify(truth, "truth"), _classify(pred, "prediction")
     shapes = {s for s in (_shape_of(truth, tags[0], "truth"), _shape_of(pred, tags[1], "prediction"), shape) if s is not None}
     shapes = {tuple(int(x) for x in np.atleast_1d(s)) for s in shapes}
@@ -233,29 +212,30 @@ def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     shape = shapes.pop() if shapes else None
     if tags == (None, None):
         return Overlaps(*_label_overlaps(_labels_array(truth, "truth"), _labels_array(pred, "prediction"))), None, tags
-    order = _common_order(tags, order, convention, shape)
+    order = _common_order(tags, order, convention, shape, [o.order for o, t in zip((truth, pred), tags) if t == "objects"])
     t = _side_runs(truth, tags[0], order, convention, shape, "truth")
     p = _side_runs(pred, tags[1], order, convention, shape, "prediction")
     ts, tl, tm, disjoint = _sorted_disjoint(t)
     if not disjoint:
-        i, j, shared = find_overlaps(t.as_list())
+        i, j, shared = find_overlaps(t)
         raise ValueError(f"truth objects {i[0]} and {j[0]} overlap ({shared[0]} pixels): true objects must not overlap")
     i, j, ov = runs_overlap(p.starts, p.lengths, ts, tl)
-    nt, npr = t.ids.size, p.ids.size
-    inter = np.bincount(tm[j] * npr + p.obj[i], ov, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
-    return Overlaps(inter, t.areas(), p.areas(), t.ids, p.ids), (p if tags[1] is not None else None), tags
+    nt, npr = len(t), len(p)
+    inter = np.bincount(tm[j] * npr + p.owner[i], ov, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
+    return Overlaps(inter, t.areas, p.areas, t.ids, p.ids), (p if tags[1] is not None else None), tags
 
-def overlap_counts(truth,                # true objects: label image (0 = background), or a list of masks / runs / RLE strings
+# %% ../nbs/03_instances.ipynb #ff8b7db6
+def overlap_counts(truth,                # true objects: label image (0 = background), an `Objects`, or a list of masks / runs / RLE strings
                    pred,                 # predicted objects, in any of the same forms (predictions may overlap)
                    *,
-                   order=None,           # pixel order of (starts, lengths) runs, needed when they meet arrays
+                   order=None,           # pixel order of (starts, lengths) runs, needed when they meet arrays (an `Objects` knows its own)
                    shape=None,           # image shape, needed for RLE strings
                    convention="dsb2018", # convention of RLE strings
                   ) -> Overlaps:         # intersections, areas and ids
     "Pixels shared by every pair of true and predicted objects, and every object's area"
     return _overlaps(truth, pred, order, shape, convention)[0]
 
-def iou_matrix(truth,  # true objects: label image (2-D or 3-D, 0 = background), or a list of masks / runs / RLE strings
+def iou_matrix(truth,  # true objects: label image (2-D or 3-D, 0 = background), an `Objects`, or a list of masks / runs / RLE strings
                pred,   # predicted objects, in any of the same forms
                **kwargs, # `order`, `shape`, `convention`, as in `overlap_counts`
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # IoU (n_truth, n_pred), truth ids, predicted ids
@@ -330,18 +310,20 @@ class DSBImageScore:
         rows = [f"{t:>5.2f} {a:>4} {b:>4} {c:>4}  {p:.4f}" for t, a, b, c, p in zip(self.thresholds, self.tp, self.fp, self.fn, self.precision)]
         return "\n".join([head + (f" ({self.note})" if self.note else ""), "    t   TP   FP   FN  precision", *rows])
 
+# %% ../nbs/03_instances.ipynb #9388644f
 def _check_dsb_objects(o, p_runs, truth_is_list):
     "Objects the DSB checker would reject: empty masks, predicted masks that overlap"
     for side, areas, is_list in (("truth", o.truth_areas, truth_is_list), ("predicted", o.pred_areas, p_runs is not None)):
         if is_list and (areas == 0).any():
             raise ValueError(f"{side} object {int(np.flatnonzero(areas == 0)[0])} is empty: DSB has no row for an empty mask, leave it out")
-    if p_runs is not None and not _sorted_disjoint(p_runs)[3]:
-        i, j, shared = _overlapping_pairs(p_runs.starts, p_runs.lengths, p_runs.obj, p_runs.ids.size)
+    if p_runs is not None and not p_runs.disjoint:
+        i, j, shared = overlapping_pairs(p_runs.starts, p_runs.lengths, p_runs.owner, len(p_runs))
         if i.size:
             pairs = ", ".join(f"{a} and {b} ({s} px)" for a, b, s in zip(i[:5].tolist(), j[:5].tolist(), shared[:5].tolist()))
             raise ValueError(f"predicted objects overlap: {pairs}{' ...' if i.size > 5 else ''} ({i.size} pairs): the DSB checker rejects overlapping masks")
 
-def dsb_image_score(truth,           # true objects: label image, or a list of masks / runs / RLE strings (see `overlap_counts`)
+# %% ../nbs/03_instances.ipynb #bd4b9953
+def dsb_image_score(truth,           # true objects: label image, an `Objects`, or a list of masks / runs / RLE strings (see `overlap_counts`)
                     pred,            # predicted objects, in any of the same forms; they must not overlap
                     thresholds=None, # IoU thresholds, default 0.50, 0.55, ..., 0.95 (each in [0.5, 1))
                     empty=1.0,       # score when the image has neither true nor predicted objects (outside the competition)
@@ -413,6 +395,7 @@ def _label_ids(ids, n, dtype):
     if (counts > 1).any(): raise ValueError(f"id {values[counts > 1][0]} is given to {counts[counts > 1][0]} objects: a label image would merge them")
     return ids
 
+# %% ../nbs/03_instances.ipynb #68d8718c
 def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengths)
                    shape,      # shape of the label image
                    order="C",  # pixel order of the runs
@@ -421,17 +404,17 @@ def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengt
                   ) -> np.ndarray: # label image, 0 = background
     "Instance label image from objects given as runs; objects must not overlap"
     shape = tuple(int(s) for s in shape)
-    axes = _axes(order, len(shape))
+    axes = pixel_axes(order, len(shape))
     ids = _label_ids(np.arange(1, len(runs) + 1) if ids is None else ids, len(runs), dtype)
-    for k, (s, l) in enumerate(runs): _check_whole(s, l, f"object {k}")
+    for k, (s, l) in enumerate(runs): check_whole(s, l, f"object {k}")
     i, j, shared = find_overlaps(runs)
     if i.size: raise ValueError(f"objects {i[0]} and {j[0]} overlap ({shared[0]} pixels): a label image cannot hold both")
-    s, l, k = _concat_runs(runs)
+    s, l, k = concat_runs(runs)
     size = int(np.prod(shape))
     if s.size and (s.min() < 0 or l.min() <= 0 or (s + l).max() > size):
         raise ValueError(f"runs do not fit in the {'x'.join(map(str, shape))} image ({size} pixels; starts >= 0, lengths > 0)")
     flat = np.zeros(size, dtype)
-    flat[_runs_to_pixels(s, l)] = np.repeat(ids[k] if k.size else ids[:0], l)
+    flat[runs_to_pixels(s, l)] = np.repeat(ids[k] if k.size else ids[:0], l)
     return flat.reshape([shape[a] for a in axes]).transpose(np.argsort(axes))
 
 # %% ../nbs/03_instances.ipynb #c09b20c0
@@ -468,6 +451,7 @@ def synthetic_nuclei(shape=(256, 256), # image shape (height, width)
     image += rng.normal(0, noise, shape).astype(np.float32)
     return np.clip(image, 0, 1), labels
 
+# %% ../nbs/03_instances.ipynb #11c6bf45
 def synthetic_prediction(labels,     # true label image
                          seed=0,     # random seed
                          shift=3,    # largest shift of an object, in pixels along each axis
@@ -496,8 +480,8 @@ def synthetic_prediction(labels,     # true label image
         o = overlap_counts(labels, other)
         free = [r for r, hit in zip(runs, o.intersections.sum(0)) if hit == 0][:n_extra]   # blobs on the background only
         if free:
-            s, l, j = _concat_runs(free)
-            pred.ravel()[_runs_to_pixels(s, l)] = n + 1 + np.repeat(j, l)
+            s, l, j = concat_runs(free)
+            pred.ravel()[runs_to_pixels(s, l)] = n + 1 + np.repeat(j, l)
     return pred
 
 # %% ../nbs/03_instances.ipynb #9dd68113
@@ -516,6 +500,7 @@ def _boundaries(labels):
     b[:-1] |= labels[1:] != labels[:-1]
     return b & ((labels > 0) | np.roll(labels > 0, -1, 0) | np.roll(labels > 0, -1, 1))
 
+# %% ../nbs/03_instances.ipynb #8df4e94a
 _TP_COLOUR, _FP_COLOUR, _FN_COLOUR = (0.2, 0.75, 0.3), (0.95, 0.55, 0.1), (0.85, 0.2, 0.6)
 
 def plot_dsb_threshold(truth,        # true label image (2-D)

@@ -5,8 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clinseg.submissions import write_dsb, write_solution
+from clinseg.submissions import write_solution
 
+from clinseg.competitions.dsb2018 import write_dsb
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -72,7 +73,7 @@ def test_errors_are_one_line(files, tmp_path):
     assert (r.returncode, r.stderr) == (1, f"clinseg: error: {files / 'good.csv'}: row 1: the header ImageId,EncodedPixels is "
                                            "the dsb2018 submission's: is the competition right? expected Id,Expected\n")
     r = clinseg("score", "-c", "nope", files / "solution.csv", files / "good.csv")
-    assert r.returncode == 2 and "invalid choice" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "unknown competition 'nope'" in r.stderr and "Traceback" not in r.stderr
     r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "4 1 13 1", "-o", tmp_path / "m.png")
     assert (r.returncode, r.stderr) == (1, "clinseg: error: the string: pair 1: start 13 is beyond the 3x4 image (12 pixels)\n")
     r = clinseg("decode", "-c", "dsb2018", "--shape", "3by4", "4 1", "-o", tmp_path / "m.png")
@@ -100,7 +101,7 @@ HW2_IDS = ["0u7or1fr6v6sblk1mrahwaz9xeuro7p4", "0n7lp2tldbk94mij1752t75tlc3h0pnl
 
 def test_hw2_real_ids_validate_and_score(tmp_path):
     "The homework's ids are 32 characters 0-9 a-z (not hex): the page's three and random ones pass; an unknown one is named, with a suggestion"
-    from clinseg.submissions import write_hw2
+    from clinseg.competitions.hw2 import write_hw2
     rng = np.random.default_rng(5)
     ids = HW2_IDS + ["".join(rng.choice(list("0123456789abcdefghijklmnopqrstuvwxyz"), 32)) for _ in range(20)]
     vols = {i: (np.random.default_rng(k).random((5, 4, 3)) < 0.3).astype(np.uint8) for k, i in enumerate(ids)}
