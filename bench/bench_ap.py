@@ -1,7 +1,7 @@
 """Benchmark: clinseg's `average_precision` against pycocotools, faster-coco-eval and (when installed) hotcoco.
 
 (a) WAD-like frames (default 20 frames of 2710x3384, ~30 true and ~50 predicted instances each, from
-    `clinseg.synthetic_scene`): every tool starts from the 16-bit label image and the predicted masks as dense
+    `clinseg.ap.synthetic_scene`): every tool starts from the 16-bit label image and the predicted masks as dense
     boolean frames, one mask at a time; the time counts turning them into the tool's representation
     (clinseg: runs; COCO tools: per-object masks, Fortran order, RLE encode) plus the evaluation. The
     ignore region is given to the COCO tools as one crowd region per class, and clinseg runs with COCO's rules
@@ -28,7 +28,8 @@ def maxrss_mb(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 102
 # ---------------------------------------------------------------- (a) WAD-like frames, from dense masks
 def frames(args):
     "The frames one at a time: (frame id, uint16 label image, predictions (class, confidence, dense mask generator))"
-    from clinseg import synthetic_scene, runs_to_mask
+    from clinseg.runs import runs_to_mask
+    from clinseg.ap import synthetic_scene
     shape = (args.height, args.width)
     for f in range(args.frames):
         labels, preds = synthetic_scene(shape, args.truth, args.preds, seed=f)
@@ -36,7 +37,8 @@ def frames(args):
 
 
 def wad_clinseg(args):
-    from clinseg import mask_to_runs, average_precision
+    from clinseg.runs import mask_to_runs
+    from clinseg.ap import average_precision
     from clinseg.competitions.wad2018 import wad_truth
     spent, truth, records = 0.0, {}, []
     for f, labels, preds in frames(args):
@@ -131,7 +133,9 @@ def wad_hotcoco(args):
 # ---------------------------------------------------------------- (b) COCO segm from a COCO dict and results list
 def coco_data(args, path):
     "Write the COCO dataset (gt dict and results, compressed RLE strings) once, with clinseg's own encoder"
-    from clinseg import synthetic_scene, label_to_runs, reorder_runs
+    from clinseg.runs import reorder_runs
+    from clinseg.instances import label_to_runs
+    from clinseg.ap import synthetic_scene
     from clinseg.coco import runs_to_coco_counts, coco_string
     shape = (480, 640)
     size = shape[0] * shape[1]
@@ -155,7 +159,7 @@ def coco_load(path):
 
 
 def coco_clinseg(args):
-    from clinseg import ImageTruth, average_precision
+    from clinseg.ap import ImageTruth, average_precision
     from clinseg.coco import coco_rles_to_runs
     images, anns, dets = coco_load(args.data)
     t0 = time.perf_counter()

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clinseg.rle import parse_runs, mask_to_runs
+from clinseg.runs import mask_to_runs
+from clinseg.rle import parse_runs
 from clinseg.instances import (dsb_image_score, iou_matrix, label_to_runs, reference_histogram_score, runs_to_labels,
                                synthetic_nuclei, synthetic_prediction)
 

@@ -14,7 +14,8 @@ from .ap import average_precision, image_truth, pr_explorer
 from .phantom import ct_phantom
 from .ct import align_label, ct_viewer, read_dicom_seg, read_dicom_series, read_nifti_label, window
 from .imageio import ImageError, read_image
-from .submission import Competition, SubmissionError, Table, dice_items, instance_items
+from .submission import Competition, SubmissionError
+from .scoring import Table, dice_items, instance_items
 from .submissions import (get_competition, load_competition, plot_scores, read_solution, score, submission_checker,
                           validate, write_solution, write_submission)
 from .demo import run_demo

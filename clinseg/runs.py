@@ -319,10 +319,14 @@ class Objects:
         cut = np.cumsum(np.bincount(m, minlength=len(self)))[:-1]
         return list(zip(np.split(self.starts[by], cut), np.split(self.lengths[by], cut))) if len(self) else []
 
-    def sorted(self) -> tuple:
-        "(starts, lengths, owner) of all runs, sorted by start (stable)"
+    @cached_property
+    def _by_start(self) -> tuple:
         by = np.argsort(self.starts, kind="stable")
         return self.starts[by], self.lengths[by], self.owner[by]
+
+    def sorted(self) -> tuple:
+        "(starts, lengths, owner) of all runs, sorted by start (stable; sorted once, then kept)"
+        return self._by_start
 
     @cached_property
     def disjoint(self) -> bool:

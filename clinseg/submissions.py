@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 import numpy as np
 from .csvstream import Report
-from .submission import (Competition, Solution, SubmissionError, SubmissionScore, read_csv_solution, read_sample_ids as _sample_ids,
-                         score_file, validate_file)
+from .submission import Competition, Solution, SubmissionError, read_csv_solution
+from .scoring import SubmissionScore, read_sample_ids as _sample_ids, score_file, validate_file
 from .competitions import dsb2018, hw2, neopolyp, wad2018
 
 # %% auto #0

@@ -12,7 +12,8 @@ from ..runs import find_overlaps, mask_to_runs
 from ..rle import encode, format_runs
 from ..instances import label_to_runs, synthetic_nuclei
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
-from ..submission import Competition, instance_items, new_file
+from ..submission import Competition
+from ..scoring import instance_items, new_file
 
 # %% auto #0
 __all__ = ['COMPETITION', 'DSBSample', 'read_dsb_sample', 'write_dsb_sample', 'DSBDataset', 'dsb_dataset', 'write_dsb',

@@ -9,7 +9,8 @@ import numpy as np
 from ..rle import encode
 from ..phantom import ct_phantom
 from ..ct import align_label, read_dicom_series, series_to_nifti_order
-from ..submission import Competition, dice_items, new_file
+from ..submission import Competition
+from ..scoring import dice_items, new_file
 
 # %% auto #0
 __all__ = ['COMPETITION', 'write_hw2', 'write_hw2_solution', 'ct_baseline', 'hw2_dataset']

@@ -10,7 +10,8 @@ import numpy as np
 from ..rle import encode
 from ..dice import NEOPOLYP_CLASSES, neopolyp_classes
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
-from ..submission import Competition, dice_items, new_file
+from ..submission import Competition
+from ..scoring import dice_items, new_file
 
 # %% auto #0
 __all__ = ['COMPETITION', 'neopolyp_mask_labels', 'read_neopolyp_image', 'read_neopolyp_mask', 'synthetic_polyp_image',

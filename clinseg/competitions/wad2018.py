@@ -13,7 +13,8 @@ from ..rle import format_runs
 from ..instances import label_to_runs
 from ..ap import WAD_BACKGROUND, WAD_CLASSES, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene, wad_truth
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
-from ..submission import (Competition, Progress, Solution, SubmissionError, SubmissionScore, Table, new_file, read_groups)
+from ..submission import Competition, Solution, SubmissionError, read_groups
+from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0
 __all__ = ['WAD_FRAME', 'WAD_COLOURS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset',
