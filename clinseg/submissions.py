@@ -17,7 +17,7 @@ from .competitions import dsb2018, hw2, neopolyp, wad2018
 __all__ = ['ENTRY_POINT_GROUP', 'COMPETITIONS', 'load_competition', 'get_competition', 'read_solution', 'read_sample_ids',
            'validate', 'score', 'write_submission', 'write_solution', 'plot_scores', 'submission_checker']
 
-# %% ../nbs/15_submissions.ipynb #5655f5a1
+# %% ../nbs/15_submissions.ipynb #66ea55cf
 ENTRY_POINT_GROUP = "clinseg.competitions"
 
 def _as_competition(obj, where):
@@ -26,42 +26,68 @@ def _as_competition(obj, where):
     if not isinstance(comp, Competition): raise TypeError(f"{where}: expected a Competition (or a module defining COMPETITION), got {type(comp).__name__}")
     return comp
 
-def _plugins():
-    "Competitions declared by installed packages, by name"
+def _plugins(taken):
+    "Competitions declared by installed packages, by entry-point name (a name already taken, e.g. a built-in's, is refused)"
     out = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try: comp = _as_competition(ep.load(), f"entry point {ep.name} ({ep.value})")
         except Exception as e: warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}) did not load: {e}"); continue
-        out[comp.name] = comp
+        for name in dict.fromkeys([ep.name, comp.name]):
+            if name.lower() in taken: warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}): the name {name!r} is taken, not registered")
+            else: out[name] = comp
     return out
 
-COMPETITIONS = {c.name: c for c in (hw2.COMPETITION, wad2018.COMPETITION, neopolyp.COMPETITION, dsb2018.COMPETITION)}
-COMPETITIONS.update({k: v for k, v in _plugins().items() if k not in COMPETITIONS})   # a plugin cannot replace a built-in
+# %% ../nbs/15_submissions.ipynb #95692bf5
+class _Registry(dict):
+    "The competitions by name: the built-in ones at once, the installed plugins on first use (so a plugin may import clinseg)"
+    _loaded = False
+    def _load(self):
+        if not self._loaded:
+            self._loaded = True
+            self.update(_plugins({k.lower() for k in self}))
+    def __getitem__(self, k): self._load(); return super().__getitem__(k)
+    def __contains__(self, k): self._load(); return super().__contains__(k)
+    def __iter__(self): self._load(); return super().__iter__()
+    def __len__(self): self._load(); return super().__len__()
+    def get(self, k, default=None): self._load(); return super().get(k, default)
+    def keys(self): self._load(); return super().keys()
+    def values(self): self._load(); return super().values()
+    def items(self): self._load(); return super().items()
+    def find(self, name):
+        "The competition of a name, in any case; KeyError when there is none"
+        self._load()
+        by_lower = {k.lower(): v for k, v in super().items()}
+        return by_lower[name.lower()]
 
-# %% ../nbs/15_submissions.ipynb #4da122d6
+COMPETITIONS = _Registry({c.name: c for c in (hw2.COMPETITION, wad2018.COMPETITION, neopolyp.COMPETITION, dsb2018.COMPETITION)})
+
+# %% ../nbs/15_submissions.ipynb #bfb5904f
 def load_competition(path) -> Competition:
-    "The `COMPETITION` a Python file defines (imported once; its module stays importable for worker processes)"
+    "The `COMPETITION` a Python file defines (read again when the file changes; its module stays importable for worker processes)"
     path = Path(path).resolve()
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file (a competition file is a .py file that defines COMPETITION)")
-    name = f"clinseg_competition_{path.stem}_{hashlib.md5(str(path).encode()).hexdigest()[:8]}"
+    st = path.stat()
+    name = f"clinseg_competition_{path.stem}_{hashlib.md5(f'{path}:{st.st_mtime_ns}:{st.st_size}'.encode()).hexdigest()[:8]}"
     if name in sys.modules: return _as_competition(sys.modules[name], str(path))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module   # pickling its functions by reference works in forked workers
-    try: spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+        if not hasattr(module, "COMPETITION"): raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.submission.Competition`)")
+        return _as_competition(module, str(path))
+    except ValueError: del sys.modules[name]; raise
     except Exception as e:
         del sys.modules[name]
         raise ValueError(f"{path}: the competition file failed to run: {type(e).__name__}: {e}") from None
-    if not hasattr(module, "COMPETITION"): raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.submission.Competition`)")
-    return _as_competition(module, str(path))
 
-# %% ../nbs/15_submissions.ipynb #e23104e7
+# %% ../nbs/15_submissions.ipynb #7aa41696
 def get_competition(competition) -> Competition:
-    "A `Competition` from itself, its registered name, or the path of a .py file defining `COMPETITION`"
+    "A `Competition` from itself, its registered name (any case), or the path of a .py file defining `COMPETITION`"
     if isinstance(competition, Competition): return competition
     text = str(competition)
     if text.endswith(".py"): return load_competition(text)
-    try: return COMPETITIONS[text.lower()]
+    try: return COMPETITIONS.find(text)
     except KeyError: raise ValueError(f"unknown competition {competition!r}: use one of {', '.join(COMPETITIONS)}, or a .py file defining COMPETITION") from None
 
 # %% ../nbs/15_submissions.ipynb #aec2b2b3

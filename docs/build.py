@@ -1,6 +1,6 @@
 """Build the clinseg docs site offline, and README.md: `python docs/build.py` (repo root, inside the venv).
 
-1. Every notebook of `nbs/` is copied to `_proc/src/` (named as nbdev names its page: `01_rle.ipynb` -> `rle`) and
+1. Every notebook of `nbs/` is copied to `_proc/src/` (named as nbdev names its page: `02_rle.ipynb` -> `rle`) and
    executed with execnb, as the tests run it: a fresh process per notebook (2 at a time), working directory = the
    notebook's folder, cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`) skipped.
    A failing cell fails the build, naming the notebook and the cell.
@@ -49,7 +49,7 @@ def find_notebooks(nbs):
     return sorted(nbs_, key=lambda p: (len(p.relative_to(nbs).parts) > 1, str(p.relative_to(nbs))))
 
 def page_of(nb, nbs):
-    "Page path without suffix, as nbdev names it (`01_rle.ipynb` -> `rle`, `tutorials/02_x.ipynb` -> `tutorials/x`)"
+    "Page path without suffix, as nbdev names it (`02_rle.ipynb` -> `rle`, `tutorials/02_x.ipynb` -> `tutorials/x`)"
     from nbdev.doclinks import _nbpath2html
     return _nbpath2html(nb.relative_to(nbs)).with_suffix('').as_posix()
 

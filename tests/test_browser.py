@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = ROOT / "nbs" / "02_dice.ipynb"
+CHAPTER = ROOT / "nbs" / "04_dice.ipynb"
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = Path(os.environ.get("CLINSEG_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
