@@ -12,7 +12,9 @@ from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
 from .instances import dsb_image_score, dsb_score, dsb_threshold_explorer, iou_matrix, label_to_runs, overlap_counts
 from .ap import average_precision, image_truth, pr_explorer
 from .phantom import ct_phantom
-from .ct import align_label, ct_viewer, read_dicom_seg, read_dicom_series, read_nifti_label, window
+from .ct import align_label, read_dicom_series, read_nifti_label
+from .dicom_seg import read_dicom_seg
+from .viewer import ct_viewer, window
 from .imageio import ImageError, read_image
 from .submission import Competition, SubmissionError
 from .scoring import Table, dice_items, instance_items

@@ -179,10 +179,3 @@ def _format_coco(starts, lengths, size):
 # %% ../nbs/03_coco.ipynb #6db7e232
 register_convention(Convention("coco", "F", 0, note="COCO / pycocotools: alternating counts, column-major, compressed string",
                                parse_text=_parse_coco, format_text=_format_coco, text_form="COCO counts"))
-
-# %% ../nbs/03_coco.ipynb #d0534da7
-# transitional: the COCO names stay importable from clinseg.rle (`from clinseg.rle import *`) for notebooks not yet switched
-from . import rle as _rle
-for _name in ["runs_to_coco_counts", "coco_counts_to_runs", "coco_string", "parse_coco_string", "coco_rles_to_runs"]:
-    setattr(_rle, _name, globals()[_name])
-    if _name not in _rle.__all__: _rle.__all__.append(_name)

@@ -61,6 +61,8 @@ CONVENTIONS = {
                            note="BKAI NeoPolyp as graded: row-major (the text says column-major), 1-based, empty field"),
     "dsb2018": Convention("dsb2018", "F", 1, empty="no row",
                           note="DSB 2018: column-major, 1-based, no row for an empty mask"),
+    "uw_madison": Convention("uw_madison", "C", 1,
+                             note="UW-Madison GI Tract 2022 as graded: row-major (the text says column-major), 1-based, empty field"),
 }
 
 # %% ../nbs/02_rle.ipynb #011d79f8
@@ -444,8 +446,3 @@ def rle_playground(shape=(4, 6), # grid size (rows, columns)
     box = W.VBox([W.HTML("<b>Click cells to toggle pixels</b>"), grid, out])
     box.mask = mask  # the playground's current mask, for code that wants to read it
     return box
-
-# %% ../nbs/02_rle.ipynb #efabffaa
-# transitional aliases for modules not yet switched (instances and ap import these private names, submissions reads `c.coco`): the lead removes them
-_axes, _check_runs_fit, _concat_runs, _overlapping_pairs, _runs_to_pixels = pixel_axes, check_runs_fit, concat_runs, overlapping_pairs, runs_to_pixels
-Convention.coco = property(lambda self: self.parse_text is not None, doc="transitional: True for a text form of its own (COCO's counts)")

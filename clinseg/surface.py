@@ -11,7 +11,8 @@ from .dice import dice
 
 # %% auto #0
 __all__ = ['HD95_METHODS', 'surface', 'surface_distances_brute', 'surface_distances', 'hausdorff', 'hd95', 'assd',
-           'surfel_area_table', 'surfel_distances', 'surface_dice', 'shape_pair', 'plot_surfaces', 'surface_explorer']
+           'voxel_hausdorff', 'surfel_area_table', 'surfel_distances', 'surface_dice', 'shape_pair', 'plot_surfaces',
+           'surface_explorer']
 
 # %% ../nbs/05_surface.ipynb #00000007
 def _mask(a, name):
@@ -233,6 +234,26 @@ def assd(pred,                # prediction: boolean or 0/1 array, any number of 
     e, (d_pt, d_tp) = _scored(pred, truth, spacing, both_empty, one_empty, connectivity)
     if e is not None: return e
     return float(np.concatenate([d_pt, d_tp]).mean())
+
+# %% ../nbs/05_surface.ipynb #7b2258b0
+def voxel_hausdorff(pred,                # prediction: boolean or 0/1 array, any number of dimensions
+                    truth,               # truth of the same shape
+                    spacing,             # distance between voxel centres, one value per axis in the array's axis order (mm, or any unit)
+                    directed=False,      # True: only from pred's voxels to truth's, h(pred, truth)
+                    both_empty=0.0,      # the value when both masks are empty: a number, inf or nan
+                    one_empty=math.inf,  # the value when one is empty: inf, nan, a number or 'diagonal'
+                   ) -> float:
+    "Hausdorff distance between the two sets of foreground voxels (scipy's `directed_hausdorff` on `np.argwhere`), exact, by distance transform"
+    p, t = _pair(pred, truth)
+    s = _spacing(spacing, p.ndim)
+    both, one = _empty_value(both_empty, "both_empty", p.shape, s), _empty_value(one_empty, "one_empty", p.shape, s)
+    if not p.any() or not t.any(): return one if p.any() or t.any() else both
+    box = _box(p, t)   # every voxel of both is in the box, so distances inside it are exact
+    p, t = p[box], t[box]
+    def h(a, b):       # the farthest voxel of a from b: b's complement's distance transform, read where a is outside b
+        out = a & ~b
+        return float(ndimage.distance_transform_edt(~b, sampling=s)[out].max()) if out.any() else 0.0
+    return h(p, t) if directed else max(h(p, t), h(t, p))
 
 # %% ../nbs/05_surface.ipynb #00000032
 @functools.lru_cache(maxsize=None)

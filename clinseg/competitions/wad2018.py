@@ -11,18 +11,17 @@ import numpy as np
 from ..runs import mask_to_runs, merge_touching_runs
 from ..rle import format_runs
 from ..instances import label_to_runs
-from ..ap import WAD_BACKGROUND, WAD_CLASSES, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene, wad_truth
+from ..ap import WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene, wad_truth
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition, Solution, SubmissionError, read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0
-__all__ = ['WAD_FRAME', 'WAD_COLOURS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset',
-           'wad_dataset', 'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'score_wad', 'write_wad',
-           'write_wad_solution', 'plot_wad_score', 'wad_baseline']
+__all__ = ['WAD_COLOURS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset', 'wad_dataset',
+           'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'score_wad', 'write_wad', 'write_wad_solution',
+           'plot_wad_score', 'wad_baseline']
 
 # %% ../../nbs/competitions/wad2018.ipynb #200890b6
-WAD_FRAME = (2710, 3384)    # (height, width) of a WAD 2018 frame
 WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
                38: (30, 70, 200), 39: (30, 190, 200), 40: (200, 60, 190)}   # class -> RGB of the synthetic frames
 
