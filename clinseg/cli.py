@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary on stderr")
     common.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    p = argparse.ArgumentParser(prog="clinseg", description="Segmentation-competition files: validate, score, encode, decode; and a demo of the four competitions.")
+    p = argparse.ArgumentParser(prog="clinseg", description="Segmentation-competition files: validate, score, encode, decode; and a demo of the built-in competitions.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (help, arguments, fn) in SUBCOMMANDS.items():

@@ -181,9 +181,9 @@ def _plain(block):
     if b'"' in block or not block.isascii(): return False
     return b"\r" not in block or block.count(b"\r") == block.count(b"\r\n")
 
-def _split_rows(lines, width):
-    "Fields of plain lines: one `split` per line (the limit keeps a line with too many commas whole for the count)"
-    if sum(x.count(",") for x in lines) == len(lines) * (width - 1):
+def _split_rows(text, lines, width):
+    "Fields of the plain lines of `text`: one `split` per line (the limit keeps a line with too many commas whole for the count)"
+    if text.count(",") == len(lines) * (width - 1):   # one count over the block: then each line has width - 1 commas if each has at least that many
         rows = [x.split(",", width - 1) for x in lines]
         if sum(map(len, rows)) == len(rows) * width: return rows
     return [x.split(",") for x in lines]
@@ -216,7 +216,7 @@ def _fast_rows(src, first_line, width, report, present, fix, progress, block_siz
         text = block.decode("ascii")
         lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
         if lines[-1] == "": lines.pop()
-        rows, numbers = _keep_good(_split_rows(lines, width), range(line + 1, line + 1 + len(lines)), width, report)
+        rows, numbers = _keep_good(_split_rows(text, lines, width), range(line + 1, line + 1 + len(lines)), width, report)
         line += len(lines)
         if fix is not None: rows = [fix(r) for r in rows]
         report.rows += len(rows)

@@ -289,6 +289,13 @@ def _count_above(inter, union, t):
     "How many pairs have IoU = inter/union strictly greater than the fraction t, in exact integer arithmetic"
     return int((inter * t.denominator > union * t.numerator).sum())
 
+def _counts_above(inter, union, ts):
+    "`_count_above` at every threshold: one array comparison when the products fit in int64, else threshold by threshold"
+    den = np.array([t.denominator for t in ts], np.int64)[:, None]
+    num = np.array([t.numerator for t in ts], np.int64)[:, None]
+    if union.size and int(union.max()) * int(den.max()) >= 1 << 62: return np.array([_count_above(inter, union, t) for t in ts], np.int64)
+    return (inter[None, :] * den > union[None, :] * num).sum(1).astype(np.int64)
+
 # %% ../nbs/06_instances.ipynb #e3362e71
 @dataclass
 class DSBImageScore:
@@ -336,7 +343,7 @@ def dsb_image_score(truth,           # true objects: label image, an `Objects`, 
     ti, pj = np.nonzero(o.intersections != 0)              # only pairs that touch can match
     inter = o.intersections[ti, pj]
     union = o.truth_areas[ti] + o.pred_areas[pj] - inter
-    tp = np.array([_count_above(inter, union, t) for t in ts], np.int64)
+    tp = _counts_above(inter, union, ts)
     fp, fn = len(o.pred_ids) - tp, len(o.truth_ids) - tp
     total = tp + fp + fn
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))

@@ -14,7 +14,7 @@ from .rle import get_convention
 from .dice import dice_from_counts
 from .instances import dsb_image_score
 from .csvstream import CSVSource, Report, csv_chunks, source_name
-from .submission import KnownIds, SubmissionError, read_groups, solution_truth
+from .submission import KnownIds, SubmissionError, key_fields, key_of, read_groups, solution_truth
 
 # %% auto #0
 __all__ = ['new_file', 'Table', 'SubmissionScore', 'dice_items', 'instance_items', 'Progress', 'summarise', 'check_options',
@@ -94,7 +94,7 @@ def dice_items(comp, items, options) -> list[dict]:
     for i, truth, pred, shape in items:
         shared = int(runs_overlap(pred.starts, pred.lengths, truth.starts, truth.lengths)[2].sum())
         n_p, n_t = int(pred.lengths.sum()), int(truth.lengths.sum())
-        out.append({comp.id_column: i, "score": dice_from_counts(n_p, n_t, shared, empty=options.get("empty", 1.0)),
+        out.append({**key_fields(comp, i), "score": dice_from_counts(n_p, n_t, shared, empty=options.get("empty", 1.0)),
                     "pred_pixels": n_p, "truth_pixels": n_t, "shared": shared})
     return out
 
@@ -104,7 +104,7 @@ def instance_items(comp, items, options) -> list[dict]:
     for i, truth, pred, shape in items:
         r = dsb_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0), shape=shape)
         t0 = f"{r.thresholds[0]:.1f}" if r.thresholds[0] * 10 == int(r.thresholds[0] * 10) else f"{r.thresholds[0]:.2f}"
-        row = {comp.id_column: i, "score": r.score, "true_objects": len(truth), "predicted_objects": len(pred),
+        row = {**key_fields(comp, i), "score": r.score, "true_objects": len(truth), "predicted_objects": len(pred),
                f"TP@{t0}": int(r.tp[0]), f"FP@{t0}": int(r.fp[0]), f"FN@{t0}": int(r.fn[0])}
         row.update({f"precision@{t:.2f}": float(p) for t, p in zip(r.thresholds, r.precision)})
         out.append(row)
@@ -190,13 +190,13 @@ def summarise(comp, sol, rows, report, options) -> SubmissionScore:
     "The `SubmissionScore` of per-item rows, with Public and Private scores where the solution has Usage"
     usage = sol.usage
     if usage is not None:
-        for r in rows: r["Usage"] = usage.get(r[comp.id_column])
+        for r in rows: r["Usage"] = usage.get(key_of(comp, r))
     counted = [r["score"] for r in rows if usage is None or r["Usage"] != "Ignored"]
     pub = priv = None
     if usage is not None:
         pub = _mean([r["score"] for r in rows if r["Usage"] == "Public"])
         priv = _mean([r["score"] for r in rows if r["Usage"] == "Private"])
-    cols = [comp.id_column] + (["Usage"] if usage is not None else []) + [c for c in (rows[0] if rows else {}) if c not in (comp.id_column, "Usage")]
+    cols = [*comp.key_columns] + (["Usage"] if usage is not None else []) + [c for c in (rows[0] if rows else {}) if c not in (*comp.key_columns, "Usage")]
     return SubmissionScore(comp.name, _mean(counted) if counted else float("nan"), pub, priv, Table(rows, cols), report, options)
 
 def check_options(comp, options):
@@ -230,7 +230,7 @@ def score_file(comp,              # `Competition`
         bar.close()
         if own is not None: own.shutdown()
     if not report.ok: raise SubmissionError(report)
-    by_id = {r[comp.id_column]: r for r in rows}
+    by_id = {key_of(comp, r): r for r in rows}
     return summarise(comp, sol, [by_id[i] for i in sol.order if i in by_id], report, options)
 
 # %% ../nbs/14_scoring.ipynb #4f56603e
@@ -239,10 +239,10 @@ def read_sample_ids(source,   # the competition's sample submission (path or tex
                    ) -> list:
     "The ids a sample submission lists, each once, in file order (its run-length strings are not read)"
     report, ids = Report(source_name(source)), {}
-    k = comp.columns.index(comp.id_column)
+    at = [comp.columns.index(c) for c in comp.key_columns]
     with CSVSource(source) as src:
         for lines, rows, present in csv_chunks(src, comp.columns, report):
-            for r in rows: ids.setdefault(r[k], None)
+            for r in rows: ids.setdefault(key_of(comp, dict(zip(comp.key_columns, (r[k] for k in at)))), None)
     if not report.ok: raise SubmissionError(report)
     if not ids:
         report.add(None, None, "the sample submission has no rows"); raise SubmissionError(report)

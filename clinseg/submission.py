@@ -14,8 +14,9 @@ from .rle import get_convention, parse_many
 from .csvstream import CSVSource, Report, csv_chunks, source_name
 
 # %% auto #0
-__all__ = ['MAX_SUGGESTIONS', 'FILE_EXTENSION', 'USAGES', 'Competition', 'SubmissionError', 'suggest_id', 'KnownIds', 'Group',
-           'read_groups', 'Solution', 'solution_truth', 'read_csv_solution']
+__all__ = ['KEY_SEPARATOR', 'MAX_SUGGESTIONS', 'FILE_EXTENSION', 'USAGES', 'Competition', 'key_text', 'key_fields', 'key_of',
+           'SubmissionError', 'suggest_id', 'KnownIds', 'Group', 'read_groups', 'Solution', 'solution_truth',
+           'read_csv_solution']
 
 # %% ../nbs/13_submission.ipynb #a9081f63
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Competition:
     options: tuple = ("empty",) # the metric's options `score` accepts
     score_items: Callable | None = None      # (competition, items, options) -> table rows; items are (id, truth, pred, shape)
     score_all: Callable | None = None        # (competition, solution, submission, report, progress, options, reader) -> SubmissionScore
-    check_rows: Callable | None = None       # (rows, lines, sums, sizes, ok, report) -> {name: per-row values}
+    check_rows: Callable | None = None       # (rows, lines, sums, sizes, ok, report) -> {name: per-row values}; a size is None when unknown
     read_solution: Callable | None = None    # (source, competition) -> Solution, for a solution that is not a CSV
     truth: Callable | None = None            # (solution, only) -> (id, truth) pairs, with `read_solution`
     write_submission: Callable | None = None # (path, predictions, **kwargs)
@@ -49,6 +50,36 @@ class Competition:
     plot: Callable | None = None             # (result, axes) draws a score's table
     demo: Callable | None = None             # (folder, seed) -> (data folder, solution, submission), for `clinseg demo`
     checks: tuple = ()                       # what the validator checks beyond header, ids and runs, for the report
+    key_columns: tuple = ()     # columns that together name a row's item (UW-Madison: id, class); default (id_column,)
+
+    def __post_init__(self):
+        if not self.key_columns: object.__setattr__(self, "key_columns", (self.id_column,))
+        elif self.id_column not in self.key_columns: raise ValueError(f"{self.name}: key_columns {self.key_columns} must include id_column {self.id_column!r}")
+
+# %% ../nbs/13_submission.ipynb #a4676904
+KEY_SEPARATOR = "\x1f"   # joins the key columns of a row into one key (ASCII's unit separator)
+
+def key_text(comp, key) -> str:
+    "A row's key as messages show it: the id, or `(id, class)` for a key of several columns"
+    return key if len(comp.key_columns) == 1 else "(" + ", ".join(key.split(KEY_SEPARATOR)) + ")"
+
+def key_fields(comp, key) -> dict:
+    "A key as {column: value}, e.g. for a table row"
+    return {comp.id_column: key} if len(comp.key_columns) == 1 else dict(zip(comp.key_columns, key.split(KEY_SEPARATOR)))
+
+def key_of(comp, values) -> str:
+    "The key of a row given as {column: value} (a table row, say)"
+    return KEY_SEPARATOR.join(str(values[c]) for c in comp.key_columns)
+
+def _key_label(comp, sep="/"):
+    "The key's columns for a message's field (`id/class`) or text (`(id, class)` with sep ', ')"
+    if len(comp.key_columns) == 1: return comp.id_column
+    return "/".join(comp.key_columns) if sep == "/" else "(" + sep.join(comp.key_columns) + ")"
+
+def _row_keys(rows, at):
+    "The key of each CSV row: the field at `at[0]`, or the fields at `at` joined"
+    if len(at) == 1: return [r[at[0]] for r in rows]
+    return [KEY_SEPARATOR.join(r[k] for k in at) for r in rows]
 
 # %% ../nbs/13_submission.ipynb #0aa5a94f
 class SubmissionError(ValueError):
@@ -92,37 +123,60 @@ def suggest_id(i,              # an id the solution does not list
 
 # %% ../nbs/13_submission.ipynb #aeb2421a
 class KnownIds:
-    "The ids a file may use (a solution's or a sample submission's) and the message for any other"
+    "The ids (keys) a file may use (a solution's or a sample submission's) and the message for any other"
     def __init__(self, ids, what="the solution"):
-        self.ids, self.what, self.ordered, self.suggested = ids, what, None, 0
+        self.ids, self.what, self.ordered, self.suggested, self.values = ids, what, None, 0, None
     def __contains__(self, i): return i in self.ids
+    def id_values(self, comp):
+        "The listed values of the id column alone (the keys themselves when the key is the id)"
+        if len(comp.key_columns) == 1: return self.ids
+        if self.values is None:
+            at = comp.key_columns.index(comp.id_column)
+            self.values = dict.fromkeys(k.split(KEY_SEPARATOR)[at] for k in self.ids)
+        return self.values
     def message(self, i, comp):
+        "Why the id `i` (a value of the id column) is refused, with the listed id it most likely means"
+        pool = self.id_values(comp)
         ext = " (drop the file extension)" if FILE_EXTENSION.search(i) else ""
         hint = ""
         if self.suggested < MAX_SUGGESTIONS:
             self.suggested += 1
-            if self.ordered is None: self.ordered = sorted(self.ids)
-            s = suggest_id(i, self.ids, self.ordered)
+            if self.ordered is None: self.ordered = sorted(pool)
+            s = suggest_id(i, pool, self.ordered)
             if s is not None: hint = f"; did you mean {s!r}?"
-        return f"{i!r} is not a valid {comp.id_column}{ext}: it is not in {self.what} ({len(self.ids)} ids){hint}"
+        return f"{i!r} is not a valid {comp.id_column}{ext}: it is not in {self.what} ({len(pool)} ids){hint}"
 
 # %% ../nbs/13_submission.ipynb #2e73848a
 def _check_ids(ids, lines, comp, report, known, seen, pattern):
-    "Unknown (with a solution or sample submission) or implausible (without), and duplicated ids of one chunk"
-    prev = None
+    "Unknown (with a solution or sample submission) or implausible (without), and duplicated ids (keys) of one chunk; returns the rows whose id is listed but not their key"
+    prev, n, later, at = None, len(comp.key_columns), [], comp.key_columns.index(comp.id_column)
     for k, i in enumerate(ids):
         if comp.per_image and i == prev: continue
         prev = i
+        if n > 1 and i.count(KEY_SEPARATOR) != n - 1:
+            report.add(lines[k], _key_label(comp), f"the control character U+001F is not allowed in {_key_label(comp)}"); continue
+        v = i if n == 1 else i.split(KEY_SEPARATOR)[at]   # the id column's value
         if known is not None:   # the listed ids are the truth
-            if i not in known: report.add(lines[k], comp.id_column, known.message(i, comp), once=("unknown", i))
-        elif not pattern.fullmatch(i):
-            ext = " (drop the file extension)" if FILE_EXTENSION.search(i) else ""
+            if i in known: pass
+            elif n > 1 and v in known.id_values(comp): later.append(k)
+            else: report.add(lines[k], comp.id_column, known.message(v, comp), once=("unknown", v))
+        elif not pattern.fullmatch(v):
+            ext = " (drop the file extension)" if FILE_EXTENSION.search(v) else ""
             rule = f" ({comp.id_rule})" if comp.id_rule else ""
-            report.add(lines[k], comp.id_column, f"{i!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
-                       once=("format", i))
+            report.add(lines[k], comp.id_column, f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
+                       once=("format", v))
         if not comp.per_image:
-            if i in seen: report.add(lines[k], comp.id_column, f"{i} appears again (first at row {seen[i]})")
+            if i in seen: report.add(lines[k], _key_label(comp), f"{key_text(comp, i)} appears again (first at row {seen[i]})")
             else: seen[i] = lines[k]
+    return later
+
+def _unlisted_keys(later, ids, lines, ok, comp, report, known):
+    "Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the competition's own check)"
+    rest = [c for c in comp.key_columns if c != comp.id_column]
+    at = comp.key_columns.index(comp.id_column)
+    for k in later:
+        if ok[k]: report.add(lines[k], "/".join(rest), f"{key_text(comp, ids[k])} is not in {known.what}: it has {comp.id_column} "
+                             f"{ids[k].split(KEY_SEPARATOR)[at]}, but not with this {'/'.join(rest)}")
 
 # %% ../nbs/13_submission.ipynb #3e89a409
 @dataclass
@@ -151,9 +205,8 @@ def _overlap_check(g, comp, report):
     "Name every pair of rows of one image whose masks overlap"
     o = g.objects
     if o.starts.size < 2: return
-    by = np.argsort(o.starts, kind="stable")
-    ends = (o.starts + o.lengths)[by]
-    if not (o.starts[by][1:] < np.maximum.accumulate(ends)[:-1]).any(): return   # one sort says "no overlap" in most images
+    s, l, _ = o.sorted()                    # kept by the Objects: the scorer's overlap counts reuse it
+    if not (s[1:] < np.maximum.accumulate(s + l)[:-1]).any(): return   # one sort says "no overlap" in most images
     i, j, shared = find_overlaps(o.as_list())
     for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
         report.add(g.rows[b], comp.rle_column, f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
@@ -181,7 +234,7 @@ def _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, report, solution):
     if comp.check_rows is not None and not solution:
         cs = np.concatenate([[0], np.cumsum(lengths)])
         sums = [int(cs[offsets[k + 1]] - cs[offsets[k]]) if ok[k] else None for k in range(len(rows))]
-        sizes = [math.prod(s) for s in (row_shapes if isinstance(row_shapes, list) else [row_shapes] * len(rows))]
+        sizes = [None if s is None else math.prod(s) for s in (row_shapes if isinstance(row_shapes, list) else [row_shapes] * len(rows))]
         extra = comp.check_rows(rows, lines, sums, sizes, ok, report)
     return offsets, starts, lengths, ok, extra
 
@@ -203,13 +256,13 @@ def _missing(report, comp, expected, got, known):
     if not missing or comp.missing == "ignore": return
     if comp.missing == "warning":
         a = "an" if comp.item[:1] in "aeiou" else "a"
-        if len(missing) == 1: say = f"{comp.item} {missing[0]} has no row: scored as {a} {comp.item} with no predicted {comp.object_name}"
-        else: say = (f"{len(missing)} {comp.item}s have no row ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+        if len(missing) == 1: say = f"{comp.item} {key_text(comp, missing[0])} has no row: scored as {a} {comp.item} with no predicted {comp.object_name}"
+        else: say = (f"{len(missing)} {comp.item}s have no row ({', '.join(key_text(comp, i) for i in missing[:3])}{', ...' if len(missing) > 3 else ''}): "
                      f"each is scored as {a} {comp.item} with no predicted {comp.object_name}")
-        report.add(None, comp.id_column, say, "warning"); return
+        report.add(None, _key_label(comp), say, "warning"); return
     for i in missing:
-        report.add(None, comp.id_column, f"{i} is missing: {known.what if known is not None else 'the solution'} has it, "
-                   "every id needs a row (an empty field for an empty mask)")
+        report.add(None, _key_label(comp), f"{key_text(comp, i)} is missing: {known.what if known is not None else 'the solution'} has it, "
+                   f"every {'id' if len(comp.key_columns) == 1 else _key_label(comp, ', ')} needs a row (an empty field for an empty mask)")
 
 # %% ../nbs/13_submission.ipynb #f834528b
 class _Reading:
@@ -237,13 +290,14 @@ class _Reading:
 # %% ../nbs/13_submission.ipynb #be61d6bb
 def _chunk_groups(st, lines, rows, ids, k_rle, comp, conv, shapes, known, pattern, solution):
     "The groups a chunk completes"
-    rep = st.report
+    rep, later = st.report, []
     if st.only is not None:
         keep = [k for k, i in enumerate(ids) if i in st.only]
         if not keep: return
         lines, rows, ids = [lines[k] for k in keep], [rows[k] for k in keep], [ids[k] for k in keep]
-    else: _check_ids(ids, lines, comp, rep, known, st.seen, pattern)
+    else: later = _check_ids(ids, lines, comp, rep, known, st.seen, pattern)
     offsets, starts, lengths, ok, extra = _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, rep, solution)
+    if later: _unlisted_keys(later, ids, lines, ok, comp, rep, known)
     if not comp.per_image:   # one group per row
         for k in np.flatnonzero(ok).tolist():
             a, b = offsets[k], offsets[k + 1]
@@ -274,13 +328,13 @@ def read_groups(source,          # path or text stream of a submission (or of a 
     "Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report`"
     conv = get_convention(comp.convention)
     columns, optional = (tuple(c for c in comp.solution_columns if c != "Usage"), ("Usage",)) if solution else (comp.columns, ())
-    k_id, k_rle, pattern = columns.index(comp.id_column), columns.index(comp.rle_column), re.compile(comp.id_pattern)
+    at, k_rle, pattern = [columns.index(c) for c in comp.key_columns], columns.index(comp.rle_column), re.compile(comp.id_pattern)
     if known is None and shapes is not None: known = KnownIds(shapes)
     st = _Reading(comp, report if only is None else Report(report.file), only, conv.order, shapes)
     with CSVSource(source) as src:
         for lines, rows, _ in csv_chunks(src, columns, st.report, optional, progress=progress if only is None else None,
                                          others=others, fast=fast, block=block):
-            yield from _chunk_groups(st, lines, rows, [r[k_id] for r in rows], k_rle, comp, conv, shapes, known, pattern, solution)
+            yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known, pattern, solution)
     yield from _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block)
 
 # %% ../nbs/13_submission.ipynb #6e9f9f27
@@ -296,7 +350,7 @@ def _finish(st, source, comp, report, shapes, expected, solution, known, others,
     if g is not None: yield g
     if st.split and (comp.disjoint or comp.score_all is None):   # whole images are needed: gather the apart rows
         if not isinstance(source, (str, os.PathLike)) and not (hasattr(source, "seekable") and source.seekable()):
-            report.add(None, comp.id_column, f"rows of images {', '.join(sorted(st.split)[:3])} are not together and the stream cannot be read twice")
+            report.add(None, _key_label(comp), f"rows of images {', '.join(key_text(comp, i) for i in sorted(st.split)[:3])} are not together and the stream cannot be read twice")
         else: yield from read_groups(source, comp, report, shapes, None, solution, None, known, others, fast, block, only=st.split)
     report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
     if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
@@ -339,11 +393,12 @@ def solution_truth(sol, only=None):
     groups = read_groups(sol.source, comp, report, sol.shapes, None, True, only=None if sol.contiguous else set(sol.shapes))
     for g in groups:
         if only is not None and g.id not in only: continue
-        yield g.id, (g.objects.select(g.objects.areas > 0) if comp.per_image else g.objects)
+        o = g.objects   # an image's empty row (no objects) is dropped; select only when there is one, keeping the Objects' sort
+        yield g.id, (o.select(o.areas > 0) if comp.per_image and not (o.areas > 0).all() else o)
     if not report.ok: raise SubmissionError(report)
 
 # %% ../nbs/13_submission.ipynb #b75a963e
-def _solution_row(line, row, k_id, k_shape, present, n, report, state):
+def _solution_row(line, row, at, k_shape, present, n, report, state):
     "Read one solution row into `state` (shapes, usage, sizes seen, previous id, contiguous)"
     shapes, usage, sizes = state["shapes"], state["usage"], state["sizes"]
     key = tuple(row[k] for k in k_shape)
@@ -352,13 +407,14 @@ def _solution_row(line, row, k_id, k_shape, present, n, report, state):
         try: shape = sizes[key] = _parse_shape(key)
         except ValueError:
             report.add(line, "/".join(state["names"]), f"{' x '.join(key)!r} is not an image size"); return
-    i, u = row[k_id], row[n] if present else None
+    i, u = row[at[0]] if len(at) == 1 else KEY_SEPARATOR.join(row[k] for k in at), row[n] if present else None
+    name = key_text(state["comp"], i)
     if present and u not in USAGES: report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")
     if i in shapes:
-        if not state["per_image"]: report.add(line, state["id_column"], f"{i} appears twice in the solution")
+        if not state["per_image"]: report.add(line, state["id_column"], f"{name} appears twice in the solution")
         elif i != state["prev"]: state["contiguous"] = False
-        if shapes[i] != shape: report.add(line, "/".join(state["names"]), f"image {i} is {shapes[i]} in an earlier row, {shape} here")
-        if present and usage[i] != u: report.add(line, "Usage", f"image {i} is {usage[i]} in an earlier row, {u} here")
+        if shapes[i] != shape: report.add(line, "/".join(state["names"]), f"image {name} is {shapes[i]} in an earlier row, {shape} here")
+        if present and usage[i] != u: report.add(line, "Usage", f"image {name} is {usage[i]} in an earlier row, {u} here")
     shapes.setdefault(i, shape); usage.setdefault(i, u); state["prev"] = i
 
 # %% ../nbs/13_submission.ipynb #4bcc6c2c
@@ -370,13 +426,13 @@ def read_csv_solution(source,       # the solution CSV (path or text stream)
     if isinstance(source, (str, os.PathLike)) and not Path(source).is_file(): raise FileNotFoundError(f"{source}: no such file")
     report = Report(source_name(source))
     cols = tuple(c for c in comp.solution_columns if c != "Usage")
-    k_id, k_shape = cols.index(comp.id_column), [cols.index(c) for c in comp.shape_columns]
-    state = dict(shapes={}, usage={}, sizes={}, prev=None, contiguous=True, per_image=comp.per_image, id_column=comp.id_column,
-                 names=comp.shape_columns)
+    at, k_shape = [cols.index(c) for c in comp.key_columns], [cols.index(c) for c in comp.shape_columns]
+    state = dict(shapes={}, usage={}, sizes={}, prev=None, contiguous=True, per_image=comp.per_image, id_column=_key_label(comp),
+                 names=comp.shape_columns, comp=comp)
     present = ()
     with CSVSource(source) as src:
         for lines, rows, present in csv_chunks(src, cols, report, ("Usage",)):
-            for line, row in zip(lines, rows): _solution_row(line, row, k_id, k_shape, bool(present), len(cols), report, state)
+            for line, row in zip(lines, rows): _solution_row(line, row, at, k_shape, bool(present), len(cols), report, state)
     if not report.ok: raise SubmissionError(report)
     if not state["shapes"]: raise SubmissionError(_one(report, "the solution has no rows"))
     return Solution(comp, source, state["shapes"], state["usage"] if present else None, state["contiguous"])

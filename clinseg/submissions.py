@@ -11,7 +11,7 @@ import numpy as np
 from .csvstream import Report
 from .submission import Competition, Solution, SubmissionError, read_csv_solution
 from .scoring import SubmissionScore, read_sample_ids as _sample_ids, score_file, validate_file
-from .competitions import dsb2018, hw2, neopolyp, wad2018
+from .competitions import dsb2018, hw2, neopolyp, uw_madison, wad2018
 
 # %% auto #0
 __all__ = ['ENTRY_POINT_GROUP', 'COMPETITIONS', 'load_competition', 'get_competition', 'read_solution', 'read_sample_ids',
@@ -59,7 +59,7 @@ class _Registry(dict):
         by_lower = {k.lower(): v for k, v in super().items()}
         return by_lower[name.lower()]
 
-COMPETITIONS = _Registry({c.name: c for c in (hw2.COMPETITION, wad2018.COMPETITION, neopolyp.COMPETITION, dsb2018.COMPETITION)})
+COMPETITIONS = _Registry({c.name: c for c in (hw2.COMPETITION, wad2018.COMPETITION, neopolyp.COMPETITION, dsb2018.COMPETITION, uw_madison.COMPETITION)})
 
 # %% ../nbs/15_submissions.ipynb #bfb5904f
 def load_competition(path) -> Competition:
