@@ -137,7 +137,7 @@ def _score(args):
         _say(*(f"clinseg: warning: {p.where}: {p.message}" for p in result.report.problems if p.level == "warning"))
     return 0
 
-# %% ../nbs/17_cli.ipynb #7f798967
+# %% ../nbs/17_cli.ipynb #54a5fc24
 def _is_nifti(path): return str(path).lower().endswith((".nii", ".nii.gz"))
 
 def _read_image(path):
@@ -166,6 +166,7 @@ def _read_rle(path):
     try: return Path(path).read_text(encoding="utf-8-sig").strip("\r\n")
     except UnicodeDecodeError as e: raise CLIError(f"{path}: not UTF-8 text ({e.reason}): expected a file holding one run-length string")
 
+# %% ../nbs/17_cli.ipynb #5fe8149b
 @subcommand("encode", "print the run-length string of a mask image (PNG or NIfTI)",
             arg("image", help="mask image: PNG (2-D) or NIfTI (.nii, .nii.gz)"),
             arg("--convention", "-c", required=True, choices=list(CONVENTIONS), help="the RLE convention"),

@@ -299,7 +299,7 @@ def rle_dice(pred_text,   # run-length string of the prediction
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e, empty_truth=empty_truth)
 
-# %% ../nbs/04_dice.ipynb #bc9c26e7
+# %% ../nbs/04_dice.ipynb #bb44cbb7
 _COLOURS = {"background": (1.0, 1.0, 1.0), "truth only (FN)": (0.27, 0.51, 0.85),
             "prediction only (FP)": (0.96, 0.55, 0.16), "both (TP)": (0.18, 0.66, 0.33)}
 
@@ -337,6 +337,7 @@ def plot_overlap(pred,        # 2-D prediction mask
                   loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=1, fontsize=8, frameon=False)
     return ax
 
+# %% ../nbs/04_dice.ipynb #6c9a3fa8
 def _disc_pair(size=96, offset=12, truth_radius=24, pred_radius=24, case="discs"):
     "Truth and prediction discs on a size x size grid, the prediction moved right by `offset`"
     yy, xx = np.ogrid[:size, :size]
