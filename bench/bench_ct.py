@@ -1,6 +1,6 @@
 """Benchmark: reading a CT series with `clinseg.read_dicom_series` versus a plain pydicom loop.
 
-Writes a 200-slice 512×512 series with `clinseg.data.ct_phantom` in a temporary folder, then
+Writes a 200-slice 512×512 series with `clinseg.phantom.ct_phantom` in a temporary folder, then
 - times each reader over several alternating rounds (files in the page cache after a warm-up); the best
   round is the figure compared (least disturbed by other processes), the median is shown too;
 - measures each reader's peak memory in a fresh process (tracemalloc peak, and the growth of the peak RSS).
