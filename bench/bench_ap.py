@@ -39,7 +39,7 @@ def frames(args):
 def wad_clinseg(args):
     from clinseg.runs import mask_to_runs
     from clinseg.ap import average_precision
-    from clinseg.competitions.wad2018 import wad_truth
+    from clinseg.ap import wad_truth
     spent, truth, records = 0.0, {}, []
     for f, labels, preds in frames(args):
         t0 = time.perf_counter(); truth[f] = wad_truth(labels); spent += time.perf_counter() - t0

@@ -416,7 +416,7 @@ def _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_io
 # %% ../nbs/07_matching.ipynb #330a33ec
 def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
     "Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all images at once"
-    T, n = len(thresholds), rows.size
+    n = rows.size
     size = np.array([math.prod(t.shape) for t in per], np.int64)
     offset = np.cumsum(size) - size                                     # each image gets its own stretch of one long line
     line, slow = _truth_line(per, offset, classes, min_region)

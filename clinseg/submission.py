@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_submission.ipynb #cc473d5c
 from __future__ import annotations
-import bisect, difflib, math, os, re, sys
+import bisect, difflib, math, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

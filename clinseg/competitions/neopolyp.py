@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from ..rle import encode
 from ..dice import NEOPOLYP_CLASSES, neopolyp_classes
-from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
+from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image
 from ..submission import Competition
 from ..scoring import dice_items, new_file
 

@@ -11,8 +11,8 @@ import numpy as np
 from ..runs import mask_to_runs, merge_touching_runs
 from ..rle import format_runs
 from ..instances import label_to_runs
-from ..ap import WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene, wad_truth
-from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
+from ..ap import WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene
+from ..imageio import DatasetError, dataset_root, read_image, split_samples, write_image
 from ..submission import Competition, Solution, SubmissionError, read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
