@@ -3,14 +3,38 @@
 - Each notebook runs in a fresh Python process through `nbdev.test.test_nb`, with the skip flags
   `nbdev_test` uses (`tst_flags` in settings.ini); `pytest --slow` also runs the `#| slow` cells.
 - Each notebook must also be clean, exactly as `nbdev_clean` would write it.
+- Nothing is written into the user's home: HOME, the XDG folders and Jupyter's, IPython's and matplotlib's
+  configuration folders point into one temporary folder for the session, removed at its end.
 """
-import json, os, subprocess, sys
+import json, os, shutil, subprocess, sys, tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).parent
 NB_TIMEOUT = int(os.environ.get('CLINSEG_NB_TIMEOUT', '900'))  # seconds for one notebook, a safety net
+
+
+HOME_VARS = {'HOME': '', 'XDG_CONFIG_HOME': '.config', 'XDG_CACHE_HOME': '.cache', 'XDG_DATA_HOME': '.local/share',
+             'JUPYTER_CONFIG_DIR': '.jupyter', 'JUPYTER_RUNTIME_DIR': '.local/share/jupyter/runtime',
+             'JUPYTERLAB_WORKSPACES_DIR': '.jupyter/lab/workspaces', 'IPYTHONDIR': '.ipython', 'MPLCONFIGDIR': '.config/matplotlib'}
+
+
+def pytest_configure(config):
+    "A private home for the whole session (the notebooks' kernels, JupyterLab and the browser inherit it)"
+    home = Path(tempfile.mkdtemp(prefix='clinseg-pytest-home-'))
+    config._clinseg_home = (home, {k: os.environ.get(k) for k in HOME_VARS})
+    for var, sub in HOME_VARS.items():
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        os.environ[var] = str(home / sub)
+
+
+def pytest_unconfigure(config):
+    home, old = getattr(config, '_clinseg_home', (None, {}))
+    for var, value in old.items():
+        if value is None: os.environ.pop(var, None)
+        else: os.environ[var] = value
+    if home: shutil.rmtree(home, ignore_errors=True)
 
 
 def pytest_addoption(parser):
@@ -63,7 +87,8 @@ class NotebookClean(pytest.Item):
         nb = json.loads(text)
         clean_nb(nb, cfg.clear_all, cfg.get('allowed_metadata_keys').split(), cfg.get('allowed_cell_metadata_keys').split(), cfg.clean_ids)
         cleaned = nb2str(nb)
-        if cleaned != text: raise NotebookFailure(f'{self.path.relative_to(ROOT)} is not clean: run `nbdev_clean` and commit it')
+        if cleaned != text: raise NotebookFailure(f'{self.path.relative_to(ROOT)} was saved with outputs or metadata: run `nbdev_clean`, '
+                                                    'then pytest again (`nbdev_install_hooks`, once, makes JupyterLab save notebooks clean)')
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, NotebookFailure): return str(excinfo.value)

@@ -22,6 +22,7 @@ def arg(*names, **kwargs):
     "One argument of a subcommand, as argparse's `add_argument` takes it"
     return names, kwargs
 
+# %% ../nbs/17_cli.ipynb #2ca293ce
 def subcommand(name,        # the subcommand's name on the command line
                help,        # its one-line help
                *arguments,  # its arguments, each from `arg(...)`
@@ -32,6 +33,7 @@ def subcommand(name,        # the subcommand's name on the command line
         return fn
     return register
 
+# %% ../nbs/17_cli.ipynb #903b9f32
 def parser() -> argparse.ArgumentParser:
     "The `clinseg` argument parser, with every registered subcommand"
     common = argparse.ArgumentParser(add_help=False)
@@ -50,17 +52,21 @@ def parser() -> argparse.ArgumentParser:
 class CLIError(Exception):
     "A problem to report as one line (and exit code 1)"
 
+# %% ../nbs/17_cli.ipynb #68f86096
 def _say(*lines, file=None):
     for line in lines: print(line, file=file or sys.stderr)
 
+# %% ../nbs/17_cli.ipynb #e44c1658
 def _one_line(text): return " ".join(str(text).split("\n")).strip()
 
+# %% ../nbs/17_cli.ipynb #dc5d85a0
 def _os_error(e):
     name = e.filename if e.filename is not None else ""
     what = {FileNotFoundError: "no such file or directory", FileExistsError: "already exists (use --force to replace it)",
             IsADirectoryError: "is a directory, expected a file", PermissionError: "permission denied"}.get(type(e), e.strerror or str(e))
     return f"{name}: {what}" if name else _one_line(e)
 
+# %% ../nbs/17_cli.ipynb #40eb4be7
 def main(argv=None) -> int:
     "Run `clinseg` with `argv` (default: the command line); returns the exit code"
     args = parser().parse_args(argv)
@@ -88,8 +94,10 @@ def _competition(text):
 _COMPETITION = arg("--competition", "-c", required=True, metavar="NAME", type=_competition,
                    help=f"which competition: {', '.join(COMPETITIONS)}, or a .py file defining COMPETITION")
 
+# %% ../nbs/17_cli.ipynb #7855ef68
 def _progress(args): return not args.quiet and sys.stderr.isatty()
 
+# %% ../nbs/17_cli.ipynb #6344db98
 def _count(text):
     "A whole number >= 0, for argparse's `type`"
     try: n = int(text)
@@ -97,10 +105,12 @@ def _count(text):
     if n < 0: raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
     return n
 
+# %% ../nbs/17_cli.ipynb #5ee64ea8
 def _refuse_existing(path, args):
     if path is not None and Path(path).exists() and not args.force:
         raise CLIError(f"{path}: already exists (use --force to replace it)")
 
+# %% ../nbs/17_cli.ipynb #288dab66
 @subcommand("validate", "list every problem of a submission file; exit 1 when there is an error",
             _COMPETITION, arg("submission", help="the submission CSV"),
             arg("--solution", "-s", help="the solution (CSV, or WAD's folder of label images): adds image sizes, unknown and missing ids"),
@@ -116,6 +126,7 @@ def _validate(args):
           + ("" if args.solution or args.sample or comp.shape else " (image sizes and missing ids not checked: pass --solution)"))
     return 0 if report.ok else 1
 
+# %% ../nbs/17_cli.ipynb #5d38b0da
 @subcommand("score", "score a submission against a solution like the leaderboard",
             _COMPETITION, arg("solution", help="the solution (CSV, or WAD's folder of label images)"), arg("submission", help="the submission CSV"),
             arg("--per-image", metavar="FILE", help="write the per-image (per-pair, per-class) table as CSV"),
@@ -140,12 +151,14 @@ def _score(args):
 # %% ../nbs/17_cli.ipynb #54a5fc24
 def _is_nifti(path): return str(path).lower().endswith((".nii", ".nii.gz"))
 
+# %% ../nbs/17_cli.ipynb #5261aed4
 def _read_image(path):
     "Array of a PNG (Pillow) or NIfTI (nibabel, its own axis order) file, read by `clinseg.imageio` (an `ImageError` names the file)"
     if not Path(path).exists(): raise FileNotFoundError(2, "No such file", str(path))
     if _is_nifti(path): return read_nifti(path)
     return read_image(path, "a mask image: PNG, TIFF, ... or NIfTI (.nii, .nii.gz)")[1]
 
+# %% ../nbs/17_cli.ipynb #fe65bdeb
 def _parse_shape(text):
     try: shape = tuple(int(x) for x in text.lower().split("x"))
     except ValueError: shape = ()
@@ -155,12 +168,14 @@ def _parse_shape(text):
 
 _MASK_FORMATS = (".png", ".tif", ".tiff", ".nii", ".nii.gz")   # lossless: a mask written as JPEG gets noise at its edges
 
+# %% ../nbs/17_cli.ipynb #0f4bd29b
 def _check_output(path):
     "Refuse an output image whose format would change the mask (JPEG) or is unknown"
     if not str(path).lower().endswith(_MASK_FORMATS):
         lossy = " (JPEG is lossy: a mask saved as JPEG gets noise at its edges)" if str(path).lower().endswith((".jpg", ".jpeg")) else ""
         raise CLIError(f"{path}: write the mask as {', '.join(_MASK_FORMATS)}{lossy}")
 
+# %% ../nbs/17_cli.ipynb #76ff0dc3
 def _read_rle(path):
     "The run-length string of a text file (UTF-8, a BOM and the line end allowed)"
     try: return Path(path).read_text(encoding="utf-8-sig").strip("\r\n")
@@ -185,6 +200,7 @@ def _encode(args):
     if not args.quiet: _say(f"clinseg: {args.image}: {'x'.join(map(str, mask.shape))} mask, {int(mask.sum())} pixels")
     return 0
 
+# %% ../nbs/17_cli.ipynb #ffbd56e0
 @subcommand("decode", "write the mask image of a run-length string (PNG or NIfTI)",
             arg("rle", nargs="?", help="the run-length string (quote it), or use --input"),
             arg("--input", "-i", help="read the string from this text file"),
@@ -216,12 +232,13 @@ def _decode(args):
 # %% ../nbs/17_cli.ipynb #487eeb25
 def _demo_command(args) -> int:
     "Run the demo; the table on stdout (with --quiet too: it drops the progress lines, not the result)"
-    result = run_demo(args.out, args.competitions, args.seed, args.force, args.quiet)
+    result = run_demo(args.out, args.competitions, args.seed, args.force, args.quiet, log=sys.stderr)
     if args.quiet: print(repr(result))
     return 0
 
+# %% ../nbs/17_cli.ipynb #7e488043
 @subcommand("demo", "make a demo dataset per competition, run a simple baseline, write, validate and score its submission",
-            arg("--out", "-o", metavar="DIR", help="folder to write into (default: a new temporary folder)"),
+            arg("--out", "-o", metavar="DIR", help="folder to write into (default: a new clinseg-demo-... folder in the system's temporary folder)"),
             arg("--competitions", "-c", nargs="+", default=list(DEMO_COMPETITIONS), metavar="C",
                 help=f"competitions to run (default: all of {', '.join(DEMO_COMPETITIONS)})"),
             arg("--seed", type=int, default=0, help="random seed of the datasets (default 0)"),

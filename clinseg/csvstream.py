@@ -63,18 +63,23 @@ def _report_lines(self) -> list[str]:
     if self.more: out.append(f"{self.file}: ... and {self.more} more problems (raise the limit to list them)")
     return out
 
+Report.lines = _report_lines
+
+# %% ../nbs/12_csvstream.ipynb #949ec52d
 def _report_repr(self):
+    "The counts, then one line per problem (the first 30)"
     head = f"{self.file}: {self.rows} rows, {self.errors} errors, {self.warnings} warnings"
     lines = self.lines()
     return "\n".join([head + ("" if self.problems else " (clean)")] + lines[:30] + (["..."] if len(lines) > 30 else []))
 
-Report.lines, Report.__repr__ = _report_lines, _report_repr
+Report.__repr__ = _report_repr
 
 # %% ../nbs/12_csvstream.ipynb #a436384a
 def source_name(source) -> str:
     "The name of a CSV source for messages: the path, or a stream's `name`, or '<stream>'"
     return str(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
 
+# %% ../nbs/12_csvstream.ipynb #ab055810
 class CSVSource:
     "A CSV source (path or text stream) opened for streaming, with the bytes read so far for a progress bar"
     def __init__(self, source): self.source, self.name = source, source_name(source)
@@ -112,6 +117,7 @@ def _other_header(names, want, others):
         if cols and list(cols) != want and names[:len(cols)] == list(cols): return label
     return None
 
+# %% ../nbs/12_csvstream.ipynb #5f1c9f7e
 def _wrong_names(names, header, want, report):
     "Same count of columns, other names: one problem per column (read on by position)"
     for k, (n, w) in enumerate(zip(names, want)):
@@ -129,6 +135,7 @@ def _reordered(names, header, want, optional, report):
         if n != h: report.add(1, n, f"column name {h!r} has spaces around it")
     return [names.index(n) for n in want] + [names.index(n) for n in optional if n in names]
 
+# %% ../nbs/12_csvstream.ipynb #64750c45
 def header_map(header,       # the header's fields, as read
                columns,      # the expected columns, in order
                report,       # `Report` that collects the problems
@@ -155,6 +162,7 @@ def _bad_width(row, line, width, report):
     if not row or row == [""]: report.add(line, None, "blank line", "warning")
     else: report.add(line, None, f"{len(row)} fields, expected {width}" + (": a comma inside a value must be quoted" if len(row) > width else ""))
 
+# %% ../nbs/12_csvstream.ipynb #2bf3e51a
 def _csv_rows(text, first_line, width, report, present, fix, chunk_rows, progress, pos):
     "Chunks of rows read by the csv module from a text stream; line numbers continue from `first_line`"
     reader, lines, rows = csv.reader(text), [], []
@@ -174,55 +182,6 @@ def _csv_rows(text, first_line, width, report, present, fix, chunk_rows, progres
     if rows:
         report.rows += len(rows)
         yield lines, rows, present
-
-# %% ../nbs/12_csvstream.ipynb #9d312dc9
-def _plain(block):
-    "True when the block can be split without the csv module: ASCII, no quote, no lone carriage return"
-    if b'"' in block or not block.isascii(): return False
-    return b"\r" not in block or block.count(b"\r") == block.count(b"\r\n")
-
-def _split_rows(text, lines, width):
-    "Fields of the plain lines of `text`: one `split` per line (the limit keeps a line with too many commas whole for the count)"
-    if text.count(",") == len(lines) * (width - 1):   # one count over the block: then each line has width - 1 commas if each has at least that many
-        rows = [x.split(",", width - 1) for x in lines]
-        if sum(map(len, rows)) == len(rows) * width: return rows
-    return [x.split(",") for x in lines]
-
-def _keep_good(rows, numbers, width, report):
-    "Rows of the right width and their line numbers; the others reported"
-    bad = [k for k, r in enumerate(rows) if len(r) != width]
-    if not bad: return rows, numbers
-    for k in bad: _bad_width(rows[k], numbers[k], width, report)
-    skip = set(bad)
-    keep = [k for k in range(len(rows)) if k not in skip]
-    return [rows[k] for k in keep], [numbers[k] for k in keep]
-
-# %% ../nbs/12_csvstream.ipynb #2fa19178
-def _fast_rows(src, first_line, width, report, present, fix, progress, block_size):
-    "Chunks of rows of a plain file, read block by block; hands over to the csv module at the first block that is not plain"
-    raw, line, rest = src.raw, first_line, b""
-    while True:
-        data = raw.read(block_size)
-        buf = rest + data
-        if data:
-            cut = buf.rfind(b"\n") + 1
-            if not cut: rest = buf; continue
-            block, rest = buf[:cut], buf[cut:]
-        else: block, rest = buf, b""
-        if not block: break
-        if not _plain(block):
-            yield from _csv_rows(src.text_from(raw.tell() - len(buf)), line, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
-            return
-        text = block.decode("ascii")
-        lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
-        if lines[-1] == "": lines.pop()
-        rows, numbers = _keep_good(_split_rows(text, lines, width), range(line + 1, line + 1 + len(lines)), width, report)
-        line += len(lines)
-        if fix is not None: rows = [fix(r) for r in rows]
-        report.rows += len(rows)
-        if progress is not None: progress(src.pos())
-        if rows: yield numbers, rows, present
-        if not data: break
 
 # %% ../nbs/12_csvstream.ipynb #5bd789bc
 def _read_header(src, report, columns):
@@ -266,6 +225,57 @@ def csv_chunks(src,               # an open `CSVSource`
     elif fast: yield from _fast_rows(src, 1, width, report, present, fix, progress, block)
     else: yield from _csv_rows(src.text_from(len(first)), 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
     if progress is not None: progress(src.pos())
+
+# %% ../nbs/12_csvstream.ipynb #9d312dc9
+def _plain(block):
+    "True when the block can be split without the csv module: ASCII, no quote, no lone carriage return"
+    if b'"' in block or not block.isascii(): return False
+    return b"\r" not in block or block.count(b"\r") == block.count(b"\r\n")
+
+# %% ../nbs/12_csvstream.ipynb #f2fe2b5d
+def _split_rows(text, lines, width):
+    "Fields of the plain lines of `text`: one `split` per line (the limit keeps a line with too many commas whole for the count)"
+    if text.count(",") == len(lines) * (width - 1):   # one count over the block: then each line has width - 1 commas if each has at least that many
+        rows = [x.split(",", width - 1) for x in lines]
+        if sum(map(len, rows)) == len(rows) * width: return rows
+    return [x.split(",") for x in lines]
+
+# %% ../nbs/12_csvstream.ipynb #46915ccb
+def _keep_good(rows, numbers, width, report):
+    "Rows of the right width and their line numbers; the others reported"
+    bad = [k for k, r in enumerate(rows) if len(r) != width]
+    if not bad: return rows, numbers
+    for k in bad: _bad_width(rows[k], numbers[k], width, report)
+    skip = set(bad)
+    keep = [k for k in range(len(rows)) if k not in skip]
+    return [rows[k] for k in keep], [numbers[k] for k in keep]
+
+# %% ../nbs/12_csvstream.ipynb #2fa19178
+def _fast_rows(src, first_line, width, report, present, fix, progress, block_size):
+    "Chunks of rows of a plain file, read block by block; hands over to the csv module at the first block that is not plain"
+    raw, line, rest = src.raw, first_line, b""
+    while True:
+        data = raw.read(block_size)
+        buf = rest + data
+        if data:
+            cut = buf.rfind(b"\n") + 1
+            if not cut: rest = buf; continue
+            block, rest = buf[:cut], buf[cut:]
+        else: block, rest = buf, b""
+        if not block: break
+        if not _plain(block):
+            yield from _csv_rows(src.text_from(raw.tell() - len(buf)), line, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
+            return
+        text = block.decode("ascii")
+        lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
+        if lines[-1] == "": lines.pop()
+        rows, numbers = _keep_good(_split_rows(text, lines, width), range(line + 1, line + 1 + len(lines)), width, report)
+        line += len(lines)
+        if fix is not None: rows = [fix(r) for r in rows]
+        report.rows += len(rows)
+        if progress is not None: progress(src.pos())
+        if rows: yield numbers, rows, present
+        if not data: break
 
 # %% ../nbs/12_csvstream.ipynb #748b8be0
 def read_both_ways(path, columns, block=64, optional=(), others=()):

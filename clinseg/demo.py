@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_demo.ipynb #0b7323c8
 from __future__ import annotations
-import importlib.util, sys, tempfile, time
+import importlib.util, shutil, sys, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from .competitions import BUILT_IN
@@ -58,6 +58,7 @@ def _demo_competitions(competitions):
         raise ModuleNotFoundError("clinseg demo needs scipy for its baselines: pip install \"clinseg[lab]\"")
     return comps
 
+# %% ../nbs/16_demo.ipynb #51084247
 def _demo_root(out, comps, force):
     root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="clinseg-demo-"))
     if root.exists() and not root.is_dir(): raise NotADirectoryError(f"{root}: is a file, expected a folder to write the demo into")
@@ -65,26 +66,39 @@ def _demo_root(out, comps, force):
         if (root / c.name).exists() and not force: raise FileExistsError(f"{root / c.name}: already exists (pass force=True, or --force, to write into it)")
     return root
 
+# %% ../nbs/16_demo.ipynb #73abccce
+def _demo_one(comp, folder, seed) -> DemoRun:
+    "One competition's demo in `folder`: the hook's dataset and submission, validated and scored"
+    start = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("submission.csv", "solution.csv"): (folder / name).unlink(missing_ok=True)   # only with force: the demo's own files
+    data, solution, submission = comp.demo(folder, seed)
+    report = validate(submission, comp, solution)
+    if not report.ok: raise RuntimeError(f"the demo's own {comp.name} submission is invalid:\n{report!r}")
+    s = score(solution, submission, comp)
+    return DemoRun(comp.name, len(s.table), s.score, report.rows, time.perf_counter() - start, data, solution, submission)
+
 # %% ../nbs/16_demo.ipynb #7b3d2674
-def run_demo(out=None,                          # folder to write into; default a new temporary folder (kept)
+def run_demo(out=None,                          # folder to write into; default a new clinseg-demo-… folder in the system's temporary folder (kept)
              competitions=DEMO_COMPETITIONS,    # which competitions (names), in order
              seed=0,                            # random seed of the datasets
              force=False,                       # write into competition folders that already exist
              quiet=False,                       # print nothing (the result holds the table)
+             log=None,                          # file the progress lines go to (default: standard output, before the table)
             ) -> DemoResult:
     "Make a demo dataset per competition, run a baseline, write, validate and score its submission; print a table"
     comps = _demo_competitions(competitions)
+    new_root = out is None or not Path(out).exists()
     root = _demo_root(out, comps, force)
-    result = DemoResult(root)
-    for comp in comps:
-        start, folder = time.perf_counter(), root / comp.name
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in ("submission.csv", "solution.csv"): (folder / name).unlink(missing_ok=True)   # only with force: the demo's own files
-        data, solution, submission = comp.demo(folder, seed)
-        report = validate(submission, comp, solution)
-        if not report.ok: raise RuntimeError(f"the demo's own {comp.name} submission is invalid:\n{report!r}")
-        s = score(solution, submission, comp)
-        result.runs.append(DemoRun(comp.name, len(s.table), s.score, report.rows, time.perf_counter() - start, data, solution, submission))
-        if not quiet: print(f"{comp.name}: score {s.score:.4f} ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
-    if not quiet: print(repr(result))
+    result, made = DemoResult(root), []
+    try:
+        for comp in comps:
+            if not (root / comp.name).exists(): made.append(root / comp.name)
+            run = _demo_one(comp, root / comp.name, seed)
+            result.runs.append(run)
+            if not quiet: print(f"{comp.name}: score {run.score:.4f} ({run.seconds:.1f} s)", file=log or sys.stdout, flush=True)
+    except BaseException:   # a failed (or interrupted) run leaves nothing half-made
+        for f in [root] if new_root else made: shutil.rmtree(f, ignore_errors=True)
+        raise
+    if not quiet: print(repr(result), flush=True)
     return result

@@ -10,9 +10,10 @@ from functools import cached_property
 import numpy as np
 
 # %% auto #0
-__all__ = ['pixel_axes', 'as_bool_mask', 'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
+__all__ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
            'first_not_whole', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels', 'reorder_runs',
-           'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps']
+           'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps',
+           'mask_to_runs']
 
 # %% ../nbs/01_runs.ipynb #aaa25dd8
 def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
@@ -37,93 +38,16 @@ def as_bool_mask(mask) -> np.ndarray:
         raise ValueError(f"a mask must hold only 0 and 1, found values from {a.min()} to {a.max()}: pass `labels == k` for one label")
     return a.view(bool) if a.dtype.kind in "iu" and a.dtype.itemsize == 1 else a != 0
 
-# %% ../nbs/01_runs.ipynb #cdec96f3
-def _changes(flat, chunk=1 << 20):
-    "Indices i where flat[i] != flat[i-1], chunk by chunk so the comparison stays in cache"
-    for i in range(0, flat.size - 1, chunk):
-        j = min(i + chunk, flat.size - 1)
-        yield np.flatnonzero(flat[i + 1:j + 1] != flat[i:j]) + (i + 1)
-
-# %% ../nbs/01_runs.ipynb #3bde2a72
-def _line_change_coords(b, chunk=1 << 20):
-    "Coordinates of the cells where b[..., k + 1] != b[..., k], compared slab by slab along b's memory-slowest axis so each slab stays in cache"
-    mem = np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
-    x = b.transpose(mem)
-    if mem[0] == b.ndim - 1 and x.flags.c_contiguous and (x.size // x.shape[0]) % 8 == 0:
-        return _plane_change_coords(x, mem, chunk)
-    ax = int(mem[0])                                     # slabs of consecutive memory
-    n = b.shape[ax] - (ax == b.ndim - 1)                 # positions along it in the comparison
-    step = max(1, chunk * n // max(b.size, 1))
-    found = []
-    for a in range(0, n, step):
-        c = min(a + step, n)
-        if ax == b.ndim - 1: hi, lo = b[..., a + 1:c + 1], b[..., a:c]   # slabs along the compared axis overlap by one
-        else:
-            cut = (slice(None),) * ax + (slice(a, c),)
-            hi, lo = b[cut][..., 1:], b[cut][..., :-1]
-        coords = _flat_nonzero_coords(hi != lo)
-        coords[ax] = coords[ax] + a
-        found.append(coords)
-    return [np.concatenate(c) for c in zip(*found)] if found else [np.zeros(0, np.int64)] * b.ndim
-
-# %% ../nbs/01_runs.ipynb #17a26ef9
-def _plane_change_coords(x, mem, chunk):
-    "The same when the compared axis is the slowest in memory: consecutive planes XORed 8 bytes at a time, only changed words looked into"
-    plane = x.size // x.shape[0]                         # bytes in one plane
-    words = x.reshape(x.shape[0], plane).view(np.uint64)
-    step = max(1, chunk // plane)
-    found = []
-    for a in range(0, x.shape[0] - 1, step):
-        c = min(a + step, x.shape[0] - 1)
-        d = (words[a + 1:c + 1] ^ words[a:c]).reshape(-1)
-        w = np.flatnonzero(d != 0)                      # the few words where a plane differs from the one before
-        if not w.size: continue
-        k, byte = np.nonzero(d[w].view(np.uint8).reshape(-1, 8) != 0)
-        found.append(a * plane + w[k] * 8 + byte)
-    at = np.concatenate(found) if found else np.zeros(0, np.int64)
-    coords = [None] * x.ndim
-    for i, c in enumerate(np.unravel_index(at, x.shape)): coords[mem[i]] = c
-    return coords
-
-# %% ../nbs/01_runs.ipynb #b4e34fb9
-def _flat_nonzero_coords(x):
-    "Coordinates of the True cells of `x`, found by scanning `x` in its memory order (fast for any layout)"
-    mem = np.argsort([-abs(s) for s in x.strides], kind="stable")  # axes from the largest stride to the smallest
-    y = x.transpose(mem)
-    if not y.flags.c_contiguous: y = np.ascontiguousarray(y)
-    found = np.unravel_index(np.flatnonzero(y), y.shape)
-    coords = [None] * x.ndim
-    for i, ax in enumerate(mem): coords[ax] = found[i]
-    return coords
-
-# %% ../nbs/01_runs.ipynb #3addd7fb
-def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
-                 order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
-                ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
-    "Runs of `mask` flattened in `order`, without copying the mask into that order"
+# %% ../nbs/01_runs.ipynb #91de9295
+def textbook_runs(mask,      # boolean or 0/1 array, any number of dimensions
+                  order="C", # pixel order: 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
+                 ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
+    "Runs of `mask` flattened in `order`, the textbook way: flatten, pad with a 0 at each end, compare neighbours"
     b = as_bool_mask(mask)
-    b = b.transpose(pixel_axes(order, b.ndim))  # a view: its C order is the requested order
-    if b.ndim == 0: b = b.reshape(1)
-    if b.ndim == 1: b = b[None]
-    n = b.shape[-1]
-    lines = b.shape[:-1]
-    if b.size == 0: return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if b.flags.c_contiguous:  # the requested order is the memory order: one flat pass
-        flat = b.reshape(-1)
-        head, tail = [0] if flat[0] else [], [flat.size] if flat[-1] else []
-        bounds = np.concatenate([head, *_changes(flat), tail]).astype(np.int64)
-    else:
-        inner = _line_change_coords(b)  # value changes inside a line
-        firsts, lasts = _flat_nonzero_coords(b[..., 0]), _flat_nonzero_coords(b[..., -1])
-        line = lambda c: np.ravel_multi_index(c, lines).astype(np.int64) * n
-        bounds = np.concatenate([line(inner[:-1]) + inner[-1] + 1, line(firsts), line(lasts) + n])
-        bounds.sort()
-        same = bounds[1:] == bounds[:-1]  # a run ending a line and one starting the next: one run
-        if same.any():
-            keep = np.ones(bounds.size, bool)
-            keep[1:][same] = keep[:-1][same] = False
-            bounds = bounds[keep]
-    return bounds[0::2], bounds[1::2] - bounds[0::2]
+    flat = b.transpose(pixel_axes(order, b.ndim)).ravel()        # a copy unless `order` is the memory order
+    v = np.concatenate([[False], flat, [False]])
+    edges = np.flatnonzero(v[1:] != v[:-1]).astype(np.int64)    # a start, then an end, then a start...
+    return edges[0::2], edges[1::2] - edges[0::2]
 
 # %% ../nbs/01_runs.ipynb #cf11b6ba
 def as_shape(shape) -> tuple:
@@ -415,20 +339,6 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
     j = np.arange(i.size) + np.repeat(lo - (np.cumsum(n) - n), n)   # lo, lo + 1, ... for each run of the first set
     return i, j, np.minimum(e[i], f[j]) - np.maximum(s[i], t[j])
 
-# %% ../nbs/01_runs.ipynb #97d5b15c
-def _count_starting_before(t, lo, e, steps=4):
-    "How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search past `steps`"
-    t = np.append(t, np.iinfo(np.int64).max)   # a start no run reaches, at the end
-    meets = t[lo] < e                          # the first step on every run, without indexing by `at`
-    n = meets.astype(np.int64)
-    at = np.flatnonzero(meets)
-    for k in range(1, steps):
-        at = at[t[np.minimum(lo[at] + k, t.size - 1)] < e[at]]
-        n[at] += 1
-        if not at.size: return n
-    n[at] = np.searchsorted(t[:-1], e[at], side="left") - lo[at]   # runs that cross many: a binary search
-    return n
-
 # %% ../nbs/01_runs.ipynb #dfccd1b9
 def concat_runs(runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "All runs of a list of (starts, lengths), or of an `Objects`, as one set: starts, lengths and the mask (object) index of each run"
@@ -481,3 +391,105 @@ def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in on
     "Every pair of masks that overlap, with the number of pixels they share"
     s, l, m = concat_runs(runs)
     return overlapping_pairs(s, l, m, len(runs))
+
+# %% ../nbs/01_runs.ipynb #cdec96f3
+def _changes(flat, chunk=1 << 20):
+    "Indices i where flat[i] != flat[i-1], chunk by chunk so the comparison stays in cache"
+    for i in range(0, flat.size - 1, chunk):
+        j = min(i + chunk, flat.size - 1)
+        yield np.flatnonzero(flat[i + 1:j + 1] != flat[i:j]) + (i + 1)
+
+# %% ../nbs/01_runs.ipynb #3bde2a72
+def _line_change_coords(b, chunk=1 << 20):
+    "Coordinates of the cells where b[..., k + 1] != b[..., k], compared slab by slab along b's memory-slowest axis so each slab stays in cache"
+    mem = np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
+    x = b.transpose(mem)
+    if mem[0] == b.ndim - 1 and x.flags.c_contiguous and (x.size // x.shape[0]) % 8 == 0:
+        return _plane_change_coords(x, mem, chunk)
+    ax = int(mem[0])                                     # slabs of consecutive memory
+    n = b.shape[ax] - (ax == b.ndim - 1)                 # positions along it in the comparison
+    step = max(1, chunk * n // max(b.size, 1))
+    found = []
+    for a in range(0, n, step):
+        c = min(a + step, n)
+        if ax == b.ndim - 1: hi, lo = b[..., a + 1:c + 1], b[..., a:c]   # slabs along the compared axis overlap by one
+        else:
+            cut = (slice(None),) * ax + (slice(a, c),)
+            hi, lo = b[cut][..., 1:], b[cut][..., :-1]
+        coords = _flat_nonzero_coords(hi != lo)
+        coords[ax] = coords[ax] + a
+        found.append(coords)
+    return [np.concatenate(c) for c in zip(*found)] if found else [np.zeros(0, np.int64)] * b.ndim
+
+# %% ../nbs/01_runs.ipynb #17a26ef9
+def _plane_change_coords(x, mem, chunk):
+    "The same when the compared axis is the slowest in memory: consecutive planes XORed 8 bytes at a time, only changed words looked into"
+    plane = x.size // x.shape[0]                         # bytes in one plane
+    words = x.reshape(x.shape[0], plane).view(np.uint64)
+    step = max(1, chunk // plane)
+    found = []
+    for a in range(0, x.shape[0] - 1, step):
+        c = min(a + step, x.shape[0] - 1)
+        d = (words[a + 1:c + 1] ^ words[a:c]).reshape(-1)
+        w = np.flatnonzero(d != 0)                      # the few words where a plane differs from the one before
+        if not w.size: continue
+        k, byte = np.nonzero(d[w].view(np.uint8).reshape(-1, 8) != 0)
+        found.append(a * plane + w[k] * 8 + byte)
+    at = np.concatenate(found) if found else np.zeros(0, np.int64)
+    coords = [None] * x.ndim
+    for i, c in enumerate(np.unravel_index(at, x.shape)): coords[mem[i]] = c
+    return coords
+
+# %% ../nbs/01_runs.ipynb #b4e34fb9
+def _flat_nonzero_coords(x):
+    "Coordinates of the True cells of `x`, found by scanning `x` in its memory order (fast for any layout)"
+    mem = np.argsort([-abs(s) for s in x.strides], kind="stable")  # axes from the largest stride to the smallest
+    y = x.transpose(mem)
+    if not y.flags.c_contiguous: y = np.ascontiguousarray(y)
+    found = np.unravel_index(np.flatnonzero(y), y.shape)
+    coords = [None] * x.ndim
+    for i, ax in enumerate(mem): coords[ax] = found[i]
+    return coords
+
+# %% ../nbs/01_runs.ipynb #3addd7fb
+def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
+                 order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
+                ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
+    "Runs of `mask` flattened in `order`, without copying the mask into that order"
+    b = as_bool_mask(mask)
+    b = b.transpose(pixel_axes(order, b.ndim))  # a view: its C order is the requested order
+    if b.ndim == 0: b = b.reshape(1)
+    if b.ndim == 1: b = b[None]
+    n = b.shape[-1]
+    lines = b.shape[:-1]
+    if b.size == 0: return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if b.flags.c_contiguous:  # the requested order is the memory order: one flat pass
+        flat = b.reshape(-1)
+        head, tail = [0] if flat[0] else [], [flat.size] if flat[-1] else []
+        bounds = np.concatenate([head, *_changes(flat), tail]).astype(np.int64)
+    else:
+        inner = _line_change_coords(b)  # value changes inside a line
+        firsts, lasts = _flat_nonzero_coords(b[..., 0]), _flat_nonzero_coords(b[..., -1])
+        line = lambda c: np.ravel_multi_index(c, lines).astype(np.int64) * n
+        bounds = np.concatenate([line(inner[:-1]) + inner[-1] + 1, line(firsts), line(lasts) + n])
+        bounds.sort()
+        same = bounds[1:] == bounds[:-1]  # a run ending a line and one starting the next: one run
+        if same.any():
+            keep = np.ones(bounds.size, bool)
+            keep[1:][same] = keep[:-1][same] = False
+            bounds = bounds[keep]
+    return bounds[0::2], bounds[1::2] - bounds[0::2]
+
+# %% ../nbs/01_runs.ipynb #97d5b15c
+def _count_starting_before(t, lo, e, steps=4):
+    "How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search past `steps`"
+    t = np.append(t, np.iinfo(np.int64).max)   # a start no run reaches, at the end
+    meets = t[lo] < e                          # the first step on every run, without indexing by `at`
+    n = meets.astype(np.int64)
+    at = np.flatnonzero(meets)
+    for k in range(1, steps):
+        at = at[t[np.minimum(lo[at] + k, t.size - 1)] < e[at]]
+        n[at] += 1
+        if not at.size: return n
+    n[at] = np.searchsorted(t[:-1], e[at], side="left") - lo[at]   # runs that cross many: a binary search
+    return n

@@ -30,6 +30,7 @@ class new_file:
         return self.f
     def __exit__(self, *exc): self.f.close()
 
+# %% ../nbs/14_scoring.ipynb #37ffea3c
 def _cell(v): return repr(v) if isinstance(v, float) else ("" if v is None else v)
 
 # %% ../nbs/14_scoring.ipynb #184ade34
@@ -98,6 +99,7 @@ def dice_items(comp, items, options) -> list[dict]:
                     "pred_pixels": n_p, "truth_pixels": n_t, "shared": shared})
     return out
 
+# %% ../nbs/14_scoring.ipynb #670a974f
 def instance_items(comp, items, options) -> list[dict]:
     "Table rows of the DSB 2018 score per image: mean over IoU thresholds of TP/(TP+FP+FN), with the counts at the first threshold"
     out = []
@@ -128,6 +130,7 @@ class _TruthCursor:
         for gid, t in self.it:
             if gid not in self.used: yield gid, t
 
+# %% ../nbs/14_scoring.ipynb #2942ff87
 def _no_objects(shape, order):
     "The prediction of an image without rows: no object"
     return Objects.from_offsets(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64), None, shape, order)
@@ -135,6 +138,7 @@ def _no_objects(shape, order):
 # %% ../nbs/14_scoring.ipynb #baf0aa91
 def _score_batch(comp, batch, options): return comp.score_items(comp, batch, options)
 
+# %% ../nbs/14_scoring.ipynb #4e728528
 def _batches(items, n):
     batch = []
     for x in items:
@@ -142,6 +146,7 @@ def _batches(items, n):
         if len(batch) >= n: yield batch; batch = []
     if batch: yield batch
 
+# %% ../nbs/14_scoring.ipynb #d01af208
 def _run_items(comp, items, options, executor, batch=8, inflight=16):
     "Rows of every item, in the order given, computed here or on `executor`"
     if executor is None:
@@ -186,6 +191,7 @@ def _items(sol, submission, comp, report, bar, others, fast):
 # %% ../nbs/14_scoring.ipynb #d41ebf6d
 def _mean(values): return float(np.mean(values)) if len(values) else None
 
+# %% ../nbs/14_scoring.ipynb #87336dba
 def summarise(comp, sol, rows, report, options) -> SubmissionScore:
     "The `SubmissionScore` of per-item rows, with Public and Private scores where the solution has Usage"
     usage = sol.usage
@@ -199,6 +205,7 @@ def summarise(comp, sol, rows, report, options) -> SubmissionScore:
     cols = [*comp.key_columns] + (["Usage"] if usage is not None else []) + [c for c in (rows[0] if rows else {}) if c not in (*comp.key_columns, "Usage")]
     return SubmissionScore(comp.name, _mean(counted) if counted else float("nan"), pub, priv, Table(rows, cols), report, options)
 
+# %% ../nbs/14_scoring.ipynb #67582b27
 def check_options(comp, options):
     "A clear error for an option the competition's metric does not have"
     extra = set(options) - set(comp.options)

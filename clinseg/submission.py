@@ -63,19 +63,23 @@ def key_text(comp, key) -> str:
     "A row's key as messages show it: the id, or `(id, class)` for a key of several columns"
     return key if len(comp.key_columns) == 1 else "(" + ", ".join(key.split(KEY_SEPARATOR)) + ")"
 
+# %% ../nbs/13_submission.ipynb #baed1502
 def key_fields(comp, key) -> dict:
     "A key as {column: value}, e.g. for a table row"
     return {comp.id_column: key} if len(comp.key_columns) == 1 else dict(zip(comp.key_columns, key.split(KEY_SEPARATOR)))
 
+# %% ../nbs/13_submission.ipynb #96d77f50
 def key_of(comp, values) -> str:
     "The key of a row given as {column: value} (a table row, say)"
     return KEY_SEPARATOR.join(str(values[c]) for c in comp.key_columns)
 
+# %% ../nbs/13_submission.ipynb #de56a03f
 def _key_label(comp, sep="/"):
     "The key's columns for a message's field (`id/class`) or text (`(id, class)` with sep ', ')"
     if len(comp.key_columns) == 1: return comp.id_column
     return "/".join(comp.key_columns) if sep == "/" else "(" + sep.join(comp.key_columns) + ")"
 
+# %% ../nbs/13_submission.ipynb #2e50ae18
 def _row_keys(rows, at):
     "The key of each CSV row: the field at `at[0]`, or the fields at `at` joined"
     if len(at) == 1: return [r[at[0]] for r in rows]
@@ -89,6 +93,7 @@ class SubmissionError(ValueError):
         lines = report.lines()
         super().__init__("\n".join(lines[:20] + ([f"... ({len(lines) - 20} more lines)"] if len(lines) > 20 else [])))
 
+# %% ../nbs/13_submission.ipynb #b031c222
 def _one(report, message):
     report.add(None, None, message); return report
 
@@ -102,6 +107,7 @@ def _closest(word, candidates, cutoff):
     ratio = lambda c: difflib.SequenceMatcher(None, word, c).ratio()
     return best[0] if len(best) == 1 or (best and ratio(best[0]) > ratio(best[1])) else None
 
+# %% ../nbs/13_submission.ipynb #21ed06e4
 def suggest_id(i,              # an id the solution does not list
                known,          # the listed ids (a set or dict: `in` is fast)
                ordered=None,   # the same ids sorted (pass it when asking many times)
@@ -170,6 +176,7 @@ def _check_ids(ids, lines, comp, report, known, seen, pattern):
             else: seen[i] = lines[k]
     return later
 
+# %% ../nbs/13_submission.ipynb #057b2769
 def _unlisted_keys(later, ids, lines, ok, comp, report, known):
     "Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the competition's own check)"
     rest = [c for c in comp.key_columns if c != comp.id_column]
@@ -188,6 +195,7 @@ class Group:
     extra: dict = field(default_factory=dict)   # per-row values of the competition's own fields (e.g. WAD's LabelId)
     rejoined: bool = False      # gathered in the second pass (its rows were not together)
 
+# %% ../nbs/13_submission.ipynb #f564cadf
 class _Builder:
     "Pieces of one group, gathered chunk by chunk (runs in pixel order `order` of an image of `shape`, when known)"
     def __init__(self, id, order="C", shape=None): self.id, self.order, self.shape, self.rows, self.parts, self.extra = id, order, shape, [], [], {}
@@ -220,6 +228,7 @@ def _row_shapes(ids, shapes, comp):
     cuts = [0] + [k for k in range(1, len(ids)) if ids[k] != ids[k - 1]] + [len(ids)]
     return [sh for a, b in zip(cuts[:-1], cuts[1:]) for sh in [shapes.get(ids[a], comp.shape)] * (b - a)]
 
+# %% ../nbs/13_submission.ipynb #8b2e92a4
 def _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, report, solution):
     "Runs of every row of a chunk (parse_many), which rows are valid, and the competition's own fields"
     texts = [r[k_rle] for r in rows]
@@ -250,6 +259,7 @@ def _take(bld, lines, offsets, starts, lengths, ok, extra, a, b):
         sel = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in good]).astype(np.int64)
         bld.add([lines[k] for k in good], starts[sel], lengths[sel], n[good], {k: v[good] for k, v in extra.items()})
 
+# %% ../nbs/13_submission.ipynb #6b56ce86
 def _missing(report, comp, expected, got, known):
     "Ids the solution (or sample) has and the file lacks: an error each, or one warning, as the competition says"
     missing = [i for i in expected if i not in got]
@@ -366,6 +376,7 @@ def _parse_shape(texts):
     if not shape or min(shape) <= 0: raise ValueError
     return shape
 
+# %% ../nbs/13_submission.ipynb #fc047474
 @dataclass
 class Solution:
     "A solution's ids, image shapes and usage; the true masks are streamed from `source` when needed"

@@ -26,6 +26,7 @@ def _as_competition(obj, where):
     if not isinstance(comp, Competition): raise TypeError(f"{where}: expected a Competition (or a module defining COMPETITION), got {type(comp).__name__}")
     return comp
 
+# %% ../nbs/15_submissions.ipynb #66dc7759
 def _plugins(taken):
     "Competitions declared by installed packages, by entry-point name (a name already taken, e.g. a built-in's, is refused)"
     out = {}
@@ -96,6 +97,7 @@ def _others(comp):
     return [(f"the {c.name} {kind}", cols) for c in COMPETITIONS.values() if c.name != comp.name
             for kind, cols in (("submission", c.columns), ("solution", c.solution_columns)) if cols]
 
+# %% ../nbs/15_submissions.ipynb #b7568ba5
 def read_solution(source,       # the solution: a CSV file, or the competition's own kind (WAD: a folder of label images)
                   competition,  # a name ('hw2', 'wad2018', 'neopolyp', 'dsb2018', ...), a `Competition` or a .py file
                  ) -> Solution:
@@ -104,6 +106,7 @@ def read_solution(source,       # the solution: a CSV file, or the competition's
     if comp.read_solution is not None: return comp.read_solution(source, comp)
     return read_csv_solution(source, comp)
 
+# %% ../nbs/15_submissions.ipynb #b2ae3cf4
 def read_sample_ids(source, competition) -> list:
     "The ids a sample submission lists, each once, in file order"
     return _sample_ids(source, get_competition(competition))
@@ -123,6 +126,7 @@ def validate(submission,      # path (or text stream) of the submission CSV
     sol = solution if isinstance(solution, Solution) or solution is None else read_solution(solution, comp)
     return validate_file(comp, submission, sol, limit, progress, sample, _others(comp), fast, block)
 
+# %% ../nbs/15_submissions.ipynb #d6360b0b
 def score(solution,          # solution: path, folder, or `Solution`
           submission,        # submission CSV: path or text stream
           competition,       # a name, a `Competition` or a .py file
@@ -146,6 +150,7 @@ def write_submission(path, predictions, competition, **kwargs):
     if comp.write_submission is None: raise ValueError(f"{comp.name} has no writer: write the CSV with columns {','.join(comp.columns)}")
     return comp.write_submission(path, predictions, **kwargs)
 
+# %% ../nbs/15_submissions.ipynb #2870747e
 def write_solution(path,            # CSV file to write, or the competition's own kind (WAD: the folder for the label images)
                    truth,           # {id: truth}: as the competition's module says (label image, class labels, label volume, ...)
                    competition,     # a name, a `Competition` or a .py file

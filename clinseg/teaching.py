@@ -18,8 +18,7 @@ def normal_form(value, digits=6):
     if isinstance(value, numbers.Real):
         x = float(value)
         return x if not math.isfinite(x) or x == 0 else float(f"{x:.{digits}g}")
-    if hasattr(value, "tolist") and hasattr(value, "shape"):
-        return ("array", tuple(value.shape), normal_form(value.ravel().tolist(), digits))
+    if hasattr(value, "tolist") and hasattr(value, "shape"): return normal_form(value.tolist(), digits)  # numpy: as nested lists
     if isinstance(value, dict): return tuple(sorted((normal_form(k, digits), normal_form(v, digits)) for k, v in value.items()))
     if isinstance(value, (list, tuple)): return tuple(normal_form(v, digits) for v in value)
     return value

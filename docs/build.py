@@ -14,14 +14,15 @@
    processed `nbs/index.ipynb`.
 4. Checks: a page per notebook, the home page, search, every exported function or class documented, each
    show_doc signature (with its parameter comments) present in its page, links between pages, and no URL that a
-   page would load from the network (widgets' JavaScript excepted: see `allowed_widget_js`). Exits non-zero
-   with the reason otherwise.
+   page would load from another host (tags that load, inline scripts, stylesheets). Widgets need a kernel: on the
+   site each is a note followed by its static figure, and no widget JavaScript is shipped. Exits non-zero with the
+   reason otherwise.
 
 Options: `--jobs N` notebooks executed at once (default 2), `--no-readme` to leave README.md alone.
 """
 import argparse, ast, copy, html, json, os, re, shutil, sys, time, warnings
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +170,7 @@ def process(nb, src, shell):
             else: os.environ['IN_TEST'] = in_test
     fm = frontmatter_cell(nb)
     for cell in nb.cells: quarto_to_tags(cell); tidy_outputs(cell)
+    widgets_offline(nb)
     nb.cells = [c for c in nb.cells if not (c.cell_type == 'code' and 'remove-input' in c.metadata.get('tags', [])
                                             and not c.get('outputs'))]
     return nb, fm, [str(w.message).split('\n')[0] for w in caught]
@@ -208,6 +210,19 @@ def tidy_outputs(cell):
         md = re.sub(r'\A\s*---\s*\n', '', ''.join(md))
         md = _re_fence.sub(lambda m: _re_code_link.sub(r'\1', m.group(0)), md)
         o['data']['text/markdown'] = md.splitlines(True)
+
+WIDGET_NOTE = ('*An interactive widget: it needs Python running behind it, so open this notebook in JupyterLab to use it. '
+               'The figure after it shows the same.*')
+
+def widgets_offline(nb):
+    """A widget needs a kernel: on the site each widget output becomes a note (the static figure after it stays),
+    and no widget state is kept, so no page loads the widget manager or require.js"""
+    for cell in nb.cells:
+        outs = cell.get('outputs', [])
+        for i, o in enumerate(outs):
+            if WIDGET_VIEW in o.get('data', {}):
+                outs[i] = dict(output_type='display_data', metadata={}, data={'text/markdown': WIDGET_NOTE})
+    nb.metadata.pop('widgets', None)
 
 def rewrite_links(nb, rewrite):
     for cell in nb.cells:
@@ -319,6 +334,17 @@ def run_worker(job):
     return dict(ok=False, src=job['src'], error=f"{_rel(Path(job['src']))}: the worker process died (exit {res.returncode}):\n"
                                                   f"{res.stderr[-5000:]}")
 
+def run_all(jobs, n):
+    "Every job in a worker, `n` at a time, a line as each notebook finishes; results in the jobs' order"
+    done = {}
+    with ThreadPoolExecutor(max(1, n)) as ex:
+        futures = {ex.submit(run_worker, job): i for i, job in enumerate(jobs)}
+        for k, f in enumerate(as_completed(futures), 1):
+            r = done[futures[f]] = f.result()
+            state = f"{r['secs']:5.1f} s" if r['ok'] else 'FAILED'
+            print(f"  [{k:2}/{len(jobs)}] {_rel(Path(r['src'])):42} {state}", flush=True)
+    return [done[i] for i in range(len(jobs))]
+
 def worker_main(job_file):
     job_file = Path(job_file)
     res = build_notebook(json.loads(job_file.read_text(encoding='utf-8')))
@@ -369,26 +395,23 @@ def page_text(p):
     "The text of a page, tags removed, entities decoded, without any whitespace (code is split into spans)"
     return squeeze(html.unescape(_re_tag.sub('', p.read_text(encoding='utf-8'))))
 
-def allowed_widget_js():
-    "Scripts myst-nb adds on pages with widgets: the browser loads them when online; offline the static figure stays"
-    from myst_nb.core.config import ipywidgets_js_factory
-    return set(ipywidgets_js_factory())
+_re_script = re.compile(r'<script\b[^>]*>(.*?)</script>', re.S | re.I)
+_re_js_remote = re.compile(r'["\'`]((?:https?:)?//[\w.-]+\.[a-z]{2,}[^"\'`\s]*)', re.I)
 
 def remote_urls(site):
-    "Every URL to another host that a page or a stylesheet would load (not plain <a> links), by file"
-    found, widget_pages, ok_widget = {}, [], allowed_widget_js()
+    """Every URL to another host that a page would load, by file: the src/href of tags that load (not <a> links),
+    URLs in inline scripts' strings (require.js paths, widget managers) and in stylesheets"""
+    found = {}
     for p in sorted(site.rglob('*.html')):
         text = p.read_text(encoding='utf-8')
-        has_widgets = WIDGET_STATE in text
         urls = [u for _, u in _re_remote.findall(text)]
-        bad = [u for u in urls if not (has_widgets and u in ok_widget)]
-        if has_widgets and any(u in ok_widget for u in urls): widget_pages.append(p.relative_to(site).as_posix())
-        if bad: found[p.relative_to(site).as_posix()] = bad
+        for script in _re_script.findall(text): urls += _re_js_remote.findall(script)
+        if urls: found[p.relative_to(site).as_posix()] = urls
     for p in sorted(site.rglob('*.css')):
         if '_static/mathjax' in p.as_posix(): continue
         bad = _re_css_remote.findall(p.read_text(encoding='utf-8', errors='replace'))
         if bad: found[p.relative_to(site).as_posix()] = bad
-    return found, widget_pages
+    return found
 
 _re_href = re.compile(r'<a\b[^>]*?\bhref="([^"#:]*\.html)(?:#([^"]*))?"')
 _re_id = re.compile(r'\bid="([^"]+)"')
@@ -411,6 +434,9 @@ def check_site(results, nbs):
     problems = []
     if not (SITE / 'index.html').exists(): problems.append('the home page _site/index.html is missing')
     if not (SITE / 'search.html').exists() or not (SITE / 'searchindex.js').exists(): problems.append('search page or index missing')
+    opts = SITE / '_static' / 'documentation_options.js'
+    if not opts.exists() or 'SHOW_SEARCH_SUMMARY: true' not in opts.read_text(encoding='utf-8'):
+        problems.append('search results would show no excerpts (html_show_search_summary is off)')
     for r in results:
         rel = Path(r['src']).relative_to(nbs).as_posix()
         page = SITE / f"{r['page']}.html"
@@ -424,10 +450,10 @@ def check_site(results, nbs):
                 problems.append(f'nbs/{rel}: the page {page.name} lacks the rendered signature of {name}')
     missing_pages, missing_anchors = local_links(SITE)
     problems += [f'_site/{f}: link to a missing page {u}' for f, u in missing_pages]
-    remote, widget_pages = remote_urls(SITE)
+    remote = remote_urls(SITE)
     for f, urls in remote.items(): problems.append(f'_site/{f} loads from the network: {", ".join(sorted(set(urls)))}')
     if not (SITE / '_static' / 'mathjax' / 'MathJax.js').exists(): problems.append('local MathJax missing from _site/_static/mathjax')
-    return problems, widget_pages, missing_anchors
+    return problems, missing_anchors
 
 
 # ---------------------------------------------------------------- main
@@ -463,7 +489,7 @@ def main(argv=None):
     jobs = [dict(src=str(nb), page=pages[nb], pages={str(k): v for k, v in pages.items()}, nbs=str(nbs), doc_url=doc_url,
                  skip_flags=skip_flags, readme=nb == index) for nb in notebooks]
     print(f'executing and processing {len(jobs)} notebooks ({args.jobs} at a time)...', flush=True)
-    with ThreadPoolExecutor(max(1, args.jobs)) as ex: results = list(ex.map(run_worker, jobs))
+    results = run_all(jobs, args.jobs)
     readme = next((r['readme'] for r in results if r.get('readme') is not None), None)
     if readme is not None and not args.no_readme: (ROOT / 'README.md').write_text(readme, encoding='utf-8')
     failed = [r for r in results if not r['ok']]
@@ -481,15 +507,15 @@ def main(argv=None):
     t_sphinx = time.time() - t1
     for w in sphinx_warnings: print(f'  sphinx: {w}')
 
-    problems, widget_pages, missing_anchors = check_site(results, nbs)
+    problems, missing_anchors = check_site(results, nbs)
     for f, link in missing_anchors: print(f'  note: _site/{f} links to {link}, a heading that does not exist')
     if problems: raise BuildError('the built site is not right:\n  - ' + '\n  - '.join(problems))
     print(f"\n{len(results)} pages in _site/ (open _site/index.html):")
     for r in sorted(results, key=lambda r: r['page'] != 'index'):
         print(f"  {r['page'] + '.html':28} {r['title'][:40]:40} {len(r['docs']):3} API entries  {r['secs']:5.1f} s")
-    if widget_pages: print(f"widgets embedded on {', '.join(widget_pages)}: their JavaScript loads only when online")
     if not args.no_readme: print('README.md written from nbs/index.ipynb')
-    print(f'done in {time.time() - t0:.1f} s (notebooks {t_nbs:.1f} s, Sphinx {t_sphinx:.1f} s); no CDN URL in the site')
+    print(f'done in {time.time() - t0:.1f} s (notebooks {t_nbs:.1f} s, Sphinx {t_sphinx:.1f} s); no page loads anything from another host '
+          f'({sum(1 for _ in SITE.rglob("*.html"))} pages and their stylesheets scanned)')
 
 
 if __name__ == '__main__':

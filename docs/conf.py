@@ -62,3 +62,4 @@ mathjax2_config = {
     'MathMenu': {'showLocale': False},
     'messageStyle': 'none',
 }
+nb_ipywidgets_js = {}                   # widgets need a kernel: on the site each is a note and its static figure (build.py)
