@@ -11,9 +11,25 @@ from .rle import *
 from .phantom import LPS_TO_RAS
 
 # %% auto #0
-__all__ = ['GEOMETRY_TAGS', 'HW2_SERIES_ORDER', 'DicomSeriesError', 'CTSeries', 'read_dicom_series', 'describe_affine',
-           'NiftiLabel', 'read_nifti_label', 'GridMismatchError', 'align_label', 'series_to_nifti_order',
-           'nifti_to_series_order', 'write_nifti_label']
+__all__ = ['GEOMETRY_TAGS', 'HW2_SERIES_ORDER', 'stored_to_hu', 'slice_order', 'DicomSeriesError', 'CTSeries',
+           'read_dicom_series', 'describe_affine', 'NiftiLabel', 'read_nifti_label', 'GridMismatchError', 'align_label',
+           'series_to_nifti_order', 'nifti_to_series_order', 'write_nifti_label']
+
+# %% ../nbs/10_ct.ipynb #24578b2a
+def stored_to_hu(stored,         # stored pixel values (any integer array)
+                 slope=1.0,      # RescaleSlope
+                 intercept=0.0,  # RescaleIntercept
+                ) -> np.ndarray: # float32 HU
+    "HU of stored pixel values: slope · stored + intercept, in float32 (DICOM's modality rescale)"
+    return np.asarray(stored, np.float32) * np.float32(slope) + np.float32(intercept)
+
+# %% ../nbs/10_ct.ipynb #074a2767
+def slice_order(positions,    # ImagePositionPatient of each slice, (slices, 3)
+                orientation,  # ImageOrientationPatient (6 numbers), the same for every slice
+               ) -> np.ndarray: # indices that put the slices in volume order
+    "The order of slices along the normal: ImagePositionPatient · (x × y), ascending"
+    iop = np.asarray(orientation, float)
+    return np.argsort(np.asarray(positions, float) @ np.cross(iop[:3], iop[3:]), kind="stable")
 
 # %% ../nbs/10_ct.ipynb #64ad5d8b
 class DicomSeriesError(ValueError):
@@ -21,11 +37,6 @@ class DicomSeriesError(ValueError):
 
 # %% ../nbs/10_ct.ipynb #7acb669e
 GEOMETRY_TAGS = ("ImagePositionPatient", "ImageOrientationPatient", "PixelSpacing", "Rows", "Columns")
-_NOT_SLICES = {"1.2.840.10008.5.1.4.1.1.66.4": "a DICOM SEG", "1.2.840.10008.5.1.4.1.1.481.3": "an RT structure set",
-               "1.2.840.10008.5.1.4.1.1.66": "raw data", "1.2.840.10008.5.1.4.1.1.88.22": "a structured report"}
-_DEFER_BYTES = 1 << 16
-_RAW_LITTLE_ENDIAN = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1"}
-_IJK_TO_SRC = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], float)  # NIfTI (i, j, k) -> (slice, row, col)
 
 def _series_files(folder):
     "The candidate files: a folder's regular files (not hidden, not DICOMDIR), or the given list"
@@ -43,6 +54,10 @@ def _series_files(folder):
     return files
 
 # %% ../nbs/10_ct.ipynb #2de502c8
+_NOT_SLICES = {"1.2.840.10008.5.1.4.1.1.66.4": "a DICOM SEG", "1.2.840.10008.5.1.4.1.1.481.3": "an RT structure set",
+               "1.2.840.10008.5.1.4.1.1.66": "raw data", "1.2.840.10008.5.1.4.1.1.88.22": "a structured report"}
+_DEFER_BYTES = 1 << 16
+
 def _read_slices(files):
     "Read every file once: (slices as (path, dataset) pairs, skipped as (path, reason) pairs)"
     from pydicom import dcmread
@@ -147,6 +162,8 @@ def _slice_steps(files, positions, normal, gap_tol):
     return order, vec, step
 
 # %% ../nbs/10_ct.ipynb #e65a04b6
+_RAW_LITTLE_ENDIAN = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1"}
+
 def _pixels(ds):
     "Stored pixel values of a single-frame slice: a view on the raw bytes when uncompressed little endian, else `pixel_array`"
     ts = str(getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", ""))
@@ -188,6 +205,8 @@ def _hu_volume(slices, # (path, dataset) pairs in slice order
     return hu
 
 # %% ../nbs/10_ct.ipynb #d4dd78ae
+_IJK_TO_SRC = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], float)  # NIfTI (i, j, k) -> (slice, row, col)
+
 @dataclass(repr=False)
 class CTSeries:
     "A DICOM series as one volume: HU on (slice, row, column) voxels and its place in the patient (LPS)"

@@ -12,58 +12,41 @@ from .rle import *
 from .runs import as_bool_mask
 
 # %% auto #0
-__all__ = ['NEOPOLYP_CLASSES', 'mask_counts', 'dice_from_counts', 'iou_from_counts', 'dice', 'iou', 'DiceTable', 'mean_dice',
-           'dice_per_class', 'neopolyp_classes', 'rle_mask_counts', 'rle_dice', 'overlap_image', 'plot_overlap',
-           'dice_explorer']
+__all__ = ['NEOPOLYP_CLASSES', 'textbook_dice', 'textbook_counts', 'dice_from_counts', 'iou_from_counts', 'dice', 'iou',
+           'DiceTable', 'mean_dice', 'dice_per_class', 'neopolyp_classes', 'rle_mask_counts', 'rle_dice',
+           'overlap_image', 'plot_overlap', 'dice_explorer', 'mask_counts']
 
-# %% ../nbs/04_dice.ipynb #918af626
-_COUNT_BLOCK = 1 << 20  # pixels per count: large enough that the cost of a Python call vanishes
-_AND_BLOCK = 1 << 18    # pixels per AND: a piece of each mask and their AND stay in the L2 cache
+# %% ../nbs/04_dice.ipynb #21bcf574
+def textbook_dice(pred,   # prediction: boolean or 0/1 array
+                  truth,  # truth: boolean or 0/1 array of the same shape
+                 ) -> float:
+    "Dice by the numpy one-liner 2|X∩Y| / (|X| + |Y|): no checks, and nan (with a warning) when both masks are empty"
+    a, b = np.asarray(pred, bool), np.asarray(truth, bool)
+    return float(2 * (a & b).sum() / (a.sum() + b.sum()))
 
-def _memory_order(a, b):
-    "Views of `a` and `b` with their axes in `a`'s memory order (largest stride first)"
-    if a.ndim < 2 or (a.flags.c_contiguous and b.flags.c_contiguous): return a, b
-    axes = np.argsort([-abs(s) for s in a.strides], kind="stable")
-    return a.transpose(axes), b.transpose(axes)
-
-def _shared(x, y, buf):
-    "Pixels True in both `x` and `y`, ANDed piece by piece into `buf`"
-    if x.ndim > 1: return np.count_nonzero(np.bitwise_and(x, y, out=buf[:x.size].reshape(x.shape)))
-    both = 0
-    for j in range(0, x.size, _AND_BLOCK):
-        xs, ys = x[j:j + _AND_BLOCK], y[j:j + _AND_BLOCK]
-        both += np.count_nonzero(np.bitwise_and(xs, ys, out=buf[:xs.size]))
-    return both
-
-def _block_counts(a, b, block=_COUNT_BLOCK):
-    "Pixels in `a`, in `b` and in both, counted block by block along the first axis"
-    if a.flags.c_contiguous and b.flags.c_contiguous: a, b = a.reshape(-1), b.reshape(-1)
-    row = math.prod(a.shape[1:])
-    step = max(1, block // max(1, row))
-    buf = np.empty(min(a.size, _AND_BLOCK) if a.ndim == 1 else min(a.size, step * row), bool)
-    na = nb = both = 0
-    for i in range(0, a.shape[0], step):
-        x, y = a[i:i + step], b[i:i + step]
-        cx, cy = np.count_nonzero(x), np.count_nonzero(y)
-        na, nb = na + cx, nb + cy
-        if cx and cy: both += _shared(x, y, buf)   # an empty block of either mask shares nothing: no AND
-    return int(na), int(nb), int(both)
-
+# %% ../nbs/04_dice.ipynb #a0eb7396
 def _check_shapes(pred, truth, what=("pred", "truth")):
+    "A clear error when two masks differ in shape"
     if pred.shape != truth.shape:
         hint = " (is one of them transposed?)" if pred.shape == truth.shape[::-1] else ""
         raise ValueError(f"{what[0]} has shape {pred.shape} but {what[1]} has shape {truth.shape}: they must match{hint}")
 
-def mask_counts(pred,   # boolean or 0/1 array, any number of dimensions, any memory layout
-                truth,  # boolean or 0/1 array of the same shape
-               ) -> tuple[int, int, int]: # pixels in `pred`, in `truth`, in both
-    "|X|, |Y| and |X∩Y| of two masks, in one pass over each, block by block"
+# %% ../nbs/04_dice.ipynb #28c23a84
+def _bool_pair(pred, truth):
+    "Two masks as boolean arrays of one shape (at least 1-D), or a clear error"
     p, t = np.asarray(pred), np.asarray(truth)
     _check_shapes(p, t)
-    p, t = np.atleast_1d(as_bool_mask(p)), np.atleast_1d(as_bool_mask(t))
-    return _block_counts(*_memory_order(p, t))
+    return np.atleast_1d(as_bool_mask(p)), np.atleast_1d(as_bool_mask(t))
 
-# %% ../nbs/04_dice.ipynb #85b8b5b3
+# %% ../nbs/04_dice.ipynb #1d6904c5
+def textbook_counts(pred,   # boolean or 0/1 array, any number of dimensions
+                    truth,  # boolean or 0/1 array of the same shape
+                   ) -> tuple[int, int, int]: # pixels in `pred`, in `truth`, in both
+    "|X|, |Y| and |X∩Y| of two masks, the textbook way: check them, then three numpy counts"
+    p, t = _bool_pair(pred, truth)
+    return int(np.count_nonzero(p)), int(np.count_nonzero(t)), int(np.count_nonzero(p & t))
+
+# %% ../nbs/04_dice.ipynb #738792a5
 def _check_empty(empty, skip=False):
     "`empty` as a float (or 'skip' where allowed), with a clear error otherwise"
     if isinstance(empty, str):
@@ -77,6 +60,7 @@ def _check_empty(empty, skip=False):
     if not (math.isnan(e) or 0 <= e <= 1): raise ValueError(f"empty must be in [0, 1] or nan, not {e}")
     return e
 
+# %% ../nbs/04_dice.ipynb #c9fb6463
 def _check_counts(pred_pixels, truth_pixels, shared):
     "Three pixel counts that two masks can have, or a clear error"
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in (pred_pixels, truth_pixels, shared)):
@@ -84,6 +68,7 @@ def _check_counts(pred_pixels, truth_pixels, shared):
     if min(pred_pixels, truth_pixels, shared) < 0 or shared > min(pred_pixels, truth_pixels):
         raise ValueError(f"impossible counts: |pred| = {pred_pixels}, |truth| = {truth_pixels}, shared = {shared}")
 
+# %% ../nbs/04_dice.ipynb #6161f5e4
 def _check_empty_truth(empty_truth, empty=1.0):
     "`empty_truth` ('score' or 'ignore') checked, and `empty` (already checked) left at its default under 'ignore'"
     if not (isinstance(empty_truth, str) and empty_truth in ("score", "ignore")):
@@ -94,7 +79,7 @@ def _check_empty_truth(empty_truth, empty=1.0):
                          "both-empty ones too): leave empty at its default")
     return empty_truth
 
-# %% ../nbs/04_dice.ipynb #833f7ebb
+# %% ../nbs/04_dice.ipynb #6aa0f1a4
 def dice_from_counts(pred_pixels,   # |X|, pixels in the prediction
                      truth_pixels,  # |Y|, pixels in the truth
                      shared,        # |X∩Y|, pixels in both
@@ -108,6 +93,7 @@ def dice_from_counts(pred_pixels,   # |X|, pixels in the prediction
     total = pred_pixels + truth_pixels
     return e if total == 0 else float(2 * shared / total)
 
+# %% ../nbs/04_dice.ipynb #f4f29815
 def iou_from_counts(pred_pixels,   # |X|
                     truth_pixels,  # |Y|
                     shared,        # |X∩Y|
@@ -121,7 +107,7 @@ def iou_from_counts(pred_pixels,   # |X|
     union = pred_pixels + truth_pixels - shared
     return e if union == 0 else float(shared / union)
 
-# %% ../nbs/04_dice.ipynb #7040e99c
+# %% ../nbs/04_dice.ipynb #7755c746
 def dice(pred,       # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
          truth,      # truth: boolean or 0/1 array of the same shape
          empty=1.0,  # the score when both are empty (1.0 in HW2 and NeoPolyp); a number or nan
@@ -131,6 +117,7 @@ def dice(pred,       # prediction: boolean or 0/1 array, any number of dimension
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     return dice_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)
 
+# %% ../nbs/04_dice.ipynb #6f3ec292
 def iou(pred,        # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
         truth,       # truth: boolean or 0/1 array of the same shape
         empty=1.0,   # the score when both are empty; a number or nan
@@ -272,7 +259,7 @@ def neopolyp_classes(rgb,            # NeoPolyp mask as an (H, W, 3) RGB array (
     labels[green & ~red] = 2
     return labels
 
-# %% ../nbs/04_dice.ipynb #43f3c8f0
+# %% ../nbs/04_dice.ipynb #a56895fe
 def rle_mask_counts(pred_text,    # run-length string of the prediction
                     truth_text,   # run-length string of the truth, same convention
                     shape,        # shape of the masks (checked: runs must fit), or None to skip the check
@@ -288,6 +275,7 @@ def rle_mask_counts(pred_text,    # run-length string of the prediction
     _, _, shared = runs_overlap(s, l, t, m)
     return int(l.sum()), int(m.sum()), int(shared.sum())
 
+# %% ../nbs/04_dice.ipynb #d3e5b052
 def rle_dice(pred_text,   # run-length string of the prediction
              truth_text,  # run-length string of the truth, same convention
              shape,       # shape of the masks (checked: runs must fit), or None to skip the check
@@ -299,7 +287,7 @@ def rle_dice(pred_text,   # run-length string of the prediction
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e, empty_truth=empty_truth)
 
-# %% ../nbs/04_dice.ipynb #bb44cbb7
+# %% ../nbs/04_dice.ipynb #bf1c1135
 _COLOURS = {"background": (1.0, 1.0, 1.0), "truth only (FN)": (0.27, 0.51, 0.85),
             "prediction only (FP)": (0.96, 0.55, 0.16), "both (TP)": (0.18, 0.66, 0.33)}
 
@@ -315,6 +303,7 @@ def overlap_image(pred,   # 2-D boolean or 0/1 prediction
         img[where] = _COLOURS[key]
     return img
 
+# %% ../nbs/04_dice.ipynb #0dabfb2f
 def plot_overlap(pred,        # 2-D prediction mask
                  truth,       # 2-D truth mask of the same shape
                  ax=None,     # matplotlib axes to draw in (a new figure when None)
@@ -337,7 +326,7 @@ def plot_overlap(pred,        # 2-D prediction mask
                   loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=1, fontsize=8, frameon=False)
     return ax
 
-# %% ../nbs/04_dice.ipynb #6c9a3fa8
+# %% ../nbs/04_dice.ipynb #ef16543c
 def _disc_pair(size=96, offset=12, truth_radius=24, pred_radius=24, case="discs"):
     "Truth and prediction discs on a size x size grid, the prediction moved right by `offset`"
     yy, xx = np.ogrid[:size, :size]
@@ -348,6 +337,7 @@ def _disc_pair(size=96, offset=12, truth_radius=24, pred_radius=24, case="discs"
     if case == "both empty": pred = np.zeros_like(pred)
     return pred, truth
 
+# %% ../nbs/04_dice.ipynb #70d99e3f
 def dice_explorer(size=96, # side of the square image in pixels
                  ):        # an ipywidgets VBox: sliders, a toggle, and the live drawing
     "Widget: move and resize two discs and watch Dice and IoU"
@@ -364,3 +354,45 @@ def dice_explorer(size=96, # side of the square image in pixels
         plt.show(); plt.close(fig)
     out = w.interactive_output(draw, dict(offset=offset, truth_radius=r_truth, pred_radius=r_pred, case=case))
     return w.VBox([w.HBox([w.VBox([offset, r_truth, r_pred]), case]), out])
+
+# %% ../nbs/04_dice.ipynb #4b92ddbf
+_COUNT_BLOCK = 1 << 20  # pixels per count: large enough that the cost of a Python call vanishes
+_AND_BLOCK = 1 << 18    # pixels per AND: a piece of each mask and their AND stay in the L2 cache
+
+def _memory_order(a, b):
+    "Views of `a` and `b` with their axes in `a`'s memory order (largest stride first)"
+    if a.ndim < 2 or (a.flags.c_contiguous and b.flags.c_contiguous): return a, b
+    axes = np.argsort([-abs(s) for s in a.strides], kind="stable")
+    return a.transpose(axes), b.transpose(axes)
+
+# %% ../nbs/04_dice.ipynb #53275578
+def _shared(x, y, buf):
+    "Pixels True in both `x` and `y`, ANDed piece by piece into `buf`"
+    if x.ndim > 1: return np.count_nonzero(np.bitwise_and(x, y, out=buf[:x.size].reshape(x.shape)))
+    both = 0
+    for j in range(0, x.size, _AND_BLOCK):
+        xs, ys = x[j:j + _AND_BLOCK], y[j:j + _AND_BLOCK]
+        both += np.count_nonzero(np.bitwise_and(xs, ys, out=buf[:xs.size]))
+    return both
+
+# %% ../nbs/04_dice.ipynb #8ddc5a7a
+def _block_counts(a, b, block=_COUNT_BLOCK):
+    "Pixels in `a`, in `b` and in both, counted block by block along the first axis"
+    if a.flags.c_contiguous and b.flags.c_contiguous: a, b = a.reshape(-1), b.reshape(-1)
+    row = math.prod(a.shape[1:])
+    step = max(1, block // max(1, row))
+    buf = np.empty(min(a.size, _AND_BLOCK) if a.ndim == 1 else min(a.size, step * row), bool)
+    na = nb = both = 0
+    for i in range(0, a.shape[0], step):
+        x, y = a[i:i + step], b[i:i + step]
+        cx, cy = np.count_nonzero(x), np.count_nonzero(y)
+        na, nb = na + cx, nb + cy
+        if cx and cy: both += _shared(x, y, buf)   # an empty block of either mask shares nothing: no AND
+    return int(na), int(nb), int(both)
+
+# %% ../nbs/04_dice.ipynb #61cfb75f
+def mask_counts(pred,   # boolean or 0/1 array, any number of dimensions, any memory layout
+                truth,  # boolean or 0/1 array of the same shape
+               ) -> tuple[int, int, int]: # pixels in `pred`, in `truth`, in both
+    "|X|, |Y| and |X∩Y| of two masks, in one pass over each, block by block (the same counts as `textbook_counts`)"
+    return _block_counts(*_memory_order(*_bool_pair(pred, truth)))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['DicomSeg', 'read_dicom_seg']
+__all__ = ['DicomSeg', 'frames_to_masks', 'read_dicom_seg']
 
 # %% ../nbs/10a_dicom_seg.ipynb #6a41c3e9
 @dataclass(repr=False)
@@ -95,6 +95,16 @@ def _frame_slice(seg,    # the SEG dataset
     if at is None: raise ValueError(f"{name}: frame {i + 1} has neither a known referenced slice nor a position")
     return at
 
+# %% ../nbs/10a_dicom_seg.ipynb #5d9aa62b
+def frames_to_masks(frames,                     # a SEG's pixel_array: frames of 0/1 (BINARY) or 0..max (FRACTIONAL)
+                    segmentation_type="BINARY", # the SEG's SegmentationType
+                    max_fractional=255,         # its MaximumFractionalValue (FRACTIONAL only)
+                   ) -> np.ndarray:             # bool frames
+    "SEG frames as boolean masks: binary frames as they are, fractional ones kept where they reach half the maximum"
+    frames = np.asarray(frames)
+    if str(segmentation_type) == "FRACTIONAL": return frames >= int(max_fractional) / 2
+    return frames.astype(bool)
+
 # %% ../nbs/10a_dicom_seg.ipynb #171fcc14
 def read_dicom_seg(path,          # a DICOM SEG file
                    series,        # the CTSeries it segments
@@ -114,10 +124,8 @@ def read_dicom_seg(path,          # a DICOM SEG file
     ref = seg.get("ReferencedSeriesSequence")
     if ref and "SeriesInstanceUID" in ref[0] and series.series_uid and str(ref[0].SeriesInstanceUID) != series.series_uid:
         raise ValueError(f"{path.name}: segments series {ref[0].SeriesInstanceUID}, not this one ({series.series_uid})")
-    frames = seg.pixel_array
-    frames = frames.reshape(-1, *shape[1:])
-    if str(seg.get("SegmentationType", "BINARY")) == "FRACTIONAL":
-        frames = frames >= int(seg.get("MaximumFractionalValue", 255)) / 2
+    frames = seg.pixel_array.reshape(-1, *shape[1:])
+    frames = frames_to_masks(frames, seg.get("SegmentationType", "BINARY"), seg.get("MaximumFractionalValue", 255))
     slices = np.array([_frame_slice(seg, i, series, match, tol, path.name) for i in range(len(frames))], int)
     names = {int(s.SegmentNumber): str(s.get("SegmentLabel", "")) for s in seg.get("SegmentSequence", [])}
     masks = {k: np.zeros(shape, bool) for k in sorted(names) or [1]}

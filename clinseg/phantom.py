@@ -96,7 +96,7 @@ def _label_image(mask, lps_affine, layout):
     "The (slice, row, col) `mask` with its (slice, row, col) -> LPS affine, as a NIfTI array and RAS affine in `layout`"
     n, rows, cols = mask.shape
     if layout == "baseline":   # (i, j, k) = (column, row, slice)
-        data, perm, origin = mask.transpose(2, 1, 0), [2, 1, 0], [0, 0, 0]
+        data, origin = mask.transpose(2, 1, 0), [0, 0, 0]
         cols_mm = lps_affine[:3, [2, 1, 0]]
     elif layout == "dcm2niix": # (column, row flipped, slice)
         data = mask.transpose(2, 1, 0)[:, ::-1, :]

@@ -10,11 +10,11 @@ from scipy import ndimage
 from .dice import dice
 
 # %% auto #0
-__all__ = ['HD95_METHODS', 'surface', 'surface_distances_brute', 'surface_distances', 'hausdorff', 'hd95', 'assd',
+__all__ = ['HD95_METHODS', 'surface', 'surface_distances_brute', 'textbook_surface_distances', 'hausdorff', 'hd95', 'assd',
            'voxel_hausdorff', 'surfel_area_table', 'surfel_distances', 'surface_dice', 'shape_pair', 'plot_surfaces',
-           'surface_explorer']
+           'surface_explorer', 'surface_distances']
 
-# %% ../nbs/05_surface.ipynb #00000007
+# %% ../nbs/05_surface.ipynb #bc4d3fbb
 def _mask(a, name):
     "A boolean view of a 0/1 mask (no copy for booleans), or a clear error"
     m = np.asarray(a)
@@ -24,6 +24,7 @@ def _mask(a, name):
     if bad.any(): raise ValueError(f"{name} must hold only 0 and 1, found {m[bad].flat[0]!r}: pick a label first (labels == k)")
     return np.atleast_1d(m != 0)
 
+# %% ../nbs/05_surface.ipynb #95c07ba0
 def _pair(pred, truth):
     "Two masks of one shape"
     p, t = _mask(pred, "pred"), _mask(truth, "truth")
@@ -32,8 +33,7 @@ def _pair(pred, truth):
         raise ValueError(f"pred has shape {p.shape} but truth has shape {t.shape}: they must match{hint}")
     return p, t
 
-
-# %% ../nbs/05_surface.ipynb #00000008
+# %% ../nbs/05_surface.ipynb #286adb31
 def _spacing(spacing, ndim):
     "Spacing in mm as `ndim` positive floats, one per axis in the array's axis order, or a clear error"
     if spacing is None or isinstance(spacing, str) or np.ndim(spacing) != 1:
@@ -44,6 +44,7 @@ def _spacing(spacing, ndim):
     if not np.all(np.isfinite(s) & (s > 0)): raise ValueError(f"spacing must be positive and finite, not {tuple(spacing)}")
     return s
 
+# %% ../nbs/05_surface.ipynb #56563a48
 def _structure(ndim, connectivity):
     if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, (int, np.integer)) or not 1 <= connectivity <= ndim:
         raise ValueError(f"connectivity must be a whole number from 1 (face neighbours) to {ndim} (all neighbours), not {connectivity!r}")
@@ -93,65 +94,26 @@ def _box(p, t):
     return tuple(box)
 
 
-# %% ../nbs/05_surface.ipynb #00000017
-def _slab_rows(shape, size):
-    "Slices per slab: about a sixteenth of the volume's voxels (at least 2**18) at a time"
-    return max(1, max(size // 16, 1 << 18) // max(1, math.prod(shape[1:])))
+# %% ../nbs/05_surface.ipynb #aba00a3d
+def _edt_nearest(src, dst, shape, s):
+    "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): the EDT of the grid without `dst`, read at `src`"
+    if not len(src) or not len(dst): return np.full(len(src), np.inf)
+    grid = np.ones(shape, bool); grid[tuple(dst.T)] = False
+    return ndimage.distance_transform_edt(grid, sampling=s)[tuple(src.T)]
 
-def _voxel_points(m, connectivity, rows):
-    "Coordinates (n, ndim) of the surface voxels of `m`, in C order, eroding `rows` slices at a time"
-    st, pts = _structure(m.ndim, connectivity), []
-    for z in range(0, m.shape[0], rows):
-        lo, hi = max(z - 1, 0), min(z + rows + 1, m.shape[0])
-        blk = m[lo:hi]
-        idx = np.argwhere((blk & ~ndimage.binary_erosion(blk, st, border_value=0))[z - lo:z - lo + rows])
-        idx[:, 0] += z
-        pts.append(idx)
-    return np.concatenate(pts)
-
-# %% ../nbs/05_surface.ipynb #00000018
-def _nearest(src, dst, shape, s):
-    "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): slice by slice"
-    best = np.full(len(src), np.inf)   # squared distances
-    if not len(src) or not len(dst): return best
-    if len(shape) == 1:   # a 1-D mask: one column of slices of one voxel each
-        src, dst = (np.column_stack([x, np.zeros_like(x)]) for x in (src, dst))
-        shape, s = (shape[0], 1), np.append(s, 1.0)
-    order = np.argsort(src[:, 0], kind="stable"); src = src[order]
-    dst = dst[np.argsort(dst[:, 0], kind="stable")]
-    zs, starts = np.unique(dst[:, 0], return_index=True)
-    ends, zp, done = np.append(starts[1:], len(dst)), src[:, 0], np.zeros(len(zs), bool)
-    for step in (64, 16, 4, 1):   # coarse to fine: every point soon has a close bound
-        level = (np.arange(len(zs)) % step == 0) & ~done
-        reach = np.sqrt(best.max()) / s[0]
-        for j in np.flatnonzero(level):
-            lo, hi = np.searchsorted(zp, zs[j] - reach, "left"), np.searchsorted(zp, zs[j] + reach, "right")
-            dz2 = ((zp[lo:hi] - zs[j]) * s[0]) ** 2
-            near = lo + np.flatnonzero(dz2 < best[lo:hi])
-            if not near.size: continue
-            grid = np.ones(shape[1:], bool); grid[tuple(dst[starts[j]:ends[j], 1:].T)] = False
-            ft = ndimage.distance_transform_edt(grid, sampling=s[1:], return_distances=False, return_indices=True)
-            at, d2 = tuple(src[near, 1:].T), dz2[near - lo]
-            for k in range(len(shape) - 1): d2 = d2 + ((ft[k][at] - at[k]) * s[k + 1]) ** 2
-            best[near] = np.minimum(best[near], d2)
-        done |= level
-    out = np.empty(len(src)); out[order] = np.sqrt(best)
-    return out
-
-# %% ../nbs/05_surface.ipynb #00000019
-def surface_distances(pred,          # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
-                      truth,         # truth of the same shape
-                      spacing,       # mm between voxel centres, one value per axis, in the array's axis order
-                      connectivity=1, # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
-                     ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
-    "Distance from every surface voxel of each mask to the other mask's surface, exactly as medpy computes them"
+# %% ../nbs/05_surface.ipynb #1db42586
+def textbook_surface_distances(pred,          # prediction: boolean or 0/1 array, any number of dimensions
+                               truth,         # truth of the same shape
+                               spacing,       # mm between voxel centres, one value per axis, in the array's axis order
+                               connectivity=1, # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
+                              ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
+    "Surface distances the textbook way: in the masks' bounding box, the EDT of 'not the other surface', read at each surface (medpy's method)"
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)
     box = _box(p, t)
     if box is None: return np.empty(0), np.empty(0)
-    rows = _slab_rows(p[box].shape, p.size)
-    P, T = _voxel_points(p[box], connectivity, rows), _voxel_points(t[box], connectivity, rows)
-    return _nearest(P, T, p[box].shape, s), _nearest(T, P, p[box].shape, s)
+    P, T = np.argwhere(surface(p[box], connectivity)), np.argwhere(surface(t[box], connectivity))
+    return _edt_nearest(P, T, p[box].shape, s), _edt_nearest(T, P, p[box].shape, s)
 
 # %% ../nbs/05_surface.ipynb #0000001f
 def _empty_value(value, name, shape, s):
@@ -306,6 +268,11 @@ def surfel_area_table(spacing, # mm between voxel centres: 2 values (2-D) or 3 (
     scale = s if len(s) == 2 else np.array([s[1] * s[2], s[0] * s[2], s[0] * s[1]])
     return np.array([sum(float(np.linalg.norm(v * scale)) for v in vs) for vs in _surfel_pieces(len(s))])
 
+# %% ../nbs/05_surface.ipynb #76987b12
+def _slab_rows(shape, size):
+    "Slices per slab: about a sixteenth of the volume's voxels (at least 2**18) at a time"
+    return max(1, max(size // 16, 1 << 18) // max(1, math.prod(shape[1:])))
+
 # %% ../nbs/05_surface.ipynb #00000039
 def _surfel_points(m, rows):
     "Cell coordinates (n, ndim) in C order and codes of the surfels of `m`: cells of 2**ndim voxels, some in `m` and some not"
@@ -422,3 +389,59 @@ def surface_explorer(size=48, # side of the square grid, in pixels
         plt.show(); plt.close(fig)
     out = w.interactive_output(draw, dict(offset=offset, row_mm=rows, tolerance=tol, case=case))
     return w.VBox([w.HBox([w.VBox([offset, rows, tol]), case]), out])
+
+# %% ../nbs/05_surface.ipynb #ea393827
+def _voxel_points(m, connectivity, rows):
+    "Coordinates (n, ndim) of the surface voxels of `m`, in C order, eroding `rows` slices at a time"
+    st, pts = _structure(m.ndim, connectivity), []
+    for z in range(0, m.shape[0], rows):
+        lo, hi = max(z - 1, 0), min(z + rows + 1, m.shape[0])
+        blk = m[lo:hi]
+        idx = np.argwhere((blk & ~ndimage.binary_erosion(blk, st, border_value=0))[z - lo:z - lo + rows])
+        idx[:, 0] += z
+        pts.append(idx)
+    return np.concatenate(pts)
+
+# %% ../nbs/05_surface.ipynb #00000018
+def _nearest(src, dst, shape, s):
+    "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): slice by slice"
+    best = np.full(len(src), np.inf)   # squared distances
+    if not len(src) or not len(dst): return best
+    if len(shape) == 1:   # a 1-D mask: one column of slices of one voxel each
+        src, dst = (np.column_stack([x, np.zeros_like(x)]) for x in (src, dst))
+        shape, s = (shape[0], 1), np.append(s, 1.0)
+    order = np.argsort(src[:, 0], kind="stable"); src = src[order]
+    dst = dst[np.argsort(dst[:, 0], kind="stable")]
+    zs, starts = np.unique(dst[:, 0], return_index=True)
+    ends, zp, done = np.append(starts[1:], len(dst)), src[:, 0], np.zeros(len(zs), bool)
+    for step in (64, 16, 4, 1):   # coarse to fine: every point soon has a close bound
+        level = (np.arange(len(zs)) % step == 0) & ~done
+        reach = np.sqrt(best.max()) / s[0]
+        for j in np.flatnonzero(level):
+            lo, hi = np.searchsorted(zp, zs[j] - reach, "left"), np.searchsorted(zp, zs[j] + reach, "right")
+            dz2 = ((zp[lo:hi] - zs[j]) * s[0]) ** 2
+            near = lo + np.flatnonzero(dz2 < best[lo:hi])
+            if not near.size: continue
+            grid = np.ones(shape[1:], bool); grid[tuple(dst[starts[j]:ends[j], 1:].T)] = False
+            ft = ndimage.distance_transform_edt(grid, sampling=s[1:], return_distances=False, return_indices=True)
+            at, d2 = tuple(src[near, 1:].T), dz2[near - lo]
+            for k in range(len(shape) - 1): d2 = d2 + ((ft[k][at] - at[k]) * s[k + 1]) ** 2
+            best[near] = np.minimum(best[near], d2)
+        done |= level
+    out = np.empty(len(src)); out[order] = np.sqrt(best)
+    return out
+
+# %% ../nbs/05_surface.ipynb #00000019
+def surface_distances(pred,          # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
+                      truth,         # truth of the same shape
+                      spacing,       # mm between voxel centres, one value per axis, in the array's axis order
+                      connectivity=1, # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
+                     ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
+    "Distance from every surface voxel of each mask to the other mask's surface, exactly as medpy computes them"
+    p, t = _pair(pred, truth)
+    s = _spacing(spacing, p.ndim)
+    box = _box(p, t)
+    if box is None: return np.empty(0), np.empty(0)
+    rows = _slab_rows(p[box].shape, p.size)
+    P, T = _voxel_points(p[box], connectivity, rows), _voxel_points(t[box], connectivity, rows)
+    return _nearest(P, T, p[box].shape, s), _nearest(T, P, p[box].shape, s)
