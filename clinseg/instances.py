@@ -13,7 +13,7 @@ from .runs import *
 from .rle import *
 
 # %% auto #0
-__all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'Overlaps', 'overlap_counts', 'iou_matrix',
+__all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'overlap_table', 'Overlaps', 'overlap_counts', 'iou_matrix',
            'reference_histogram_iou', 'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore',
            'dsb_score', 'runs_to_labels', 'synthetic_nuclei', 'synthetic_prediction', 'plot_dsb_threshold',
            'dsb_threshold_explorer']
@@ -38,17 +38,14 @@ def _image_runs(flat):
     starts = np.concatenate([[0], starts]).astype(np.int64)
     return starts, np.diff(np.concatenate([starts, [flat.size]])), flat[starts]
 
-def _index_values(values, background=False):
-    "Distinct values (sorted) and each value's position among them: a lookup table when values are small, else a sort"
-    top = int(values.max()) if values.size else 0
-    if top <= (1 << 16) + 4 * values.size:
-        present = np.zeros(top + 1, bool)
-        present[values] = True
-        if background: present[0] = True
-        return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+# %% ../nbs/06_instances.ipynb #37beb277
+def _unique_index(values, background=False):
+    "Distinct values (sorted) and each value's position among them, by a sort; `background`: 0 is always the first value"
     ids, index = np.unique(values, return_inverse=True)
-    if background and ids[0] != 0: ids, index = np.concatenate([[0], ids]), index + 1
+    if background and (not ids.size or ids[0] != 0): ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1
     return ids, index.ravel()
+
+_index_values = _unique_index   # how labels are renumbered (*Making it fast* puts a lookup table here)
 
 # %% ../nbs/06_instances.ipynb #b45d3ae3
 def _label_objects(a, order):
@@ -58,6 +55,7 @@ def _label_objects(a, order):
     ids, obj = _index_values(values[fg])
     return Objects(starts[fg], lengths[fg], obj.astype(np.int64, copy=False), ids.astype(np.int64), a.shape, order)
 
+# %% ../nbs/06_instances.ipynb #e27e2ea0
 def label_objects(labels,    # instance label image (2-D or 3-D integers), 0 = background
                   order="C", # pixel order of the runs: 'C', 'F' or a tuple of axes (as in `mask_to_runs`)
                  ) -> Objects: # every object's runs in pixel order; ids: the label values, sorted
@@ -80,19 +78,19 @@ def _flat_pair(truth, pred):
     same = [s // truth.itemsize for s in truth.strides] == [s // pred.itemsize for s in pred.strides]
     return (truth.ravel("K"), pred.ravel("K")) if same else (truth.ravel(), pred.ravel())   # any order will do, if it is the same
 
-def _label_overlaps(truth, pred):
-    "Intersections, areas and ids of two label images: one `bincount` over the runs of constant (truth, pred) pairs"
+# %% ../nbs/06_instances.ipynb #8a908bcc
+def overlap_table(truth, # label image (integers), 0 = background
+                  pred,  # label image of the predictions, same shape
+                 ) -> tuple: # intersections (n_truth, n_pred), truth areas, predicted areas, truth ids, predicted ids
+    "Intersections, areas and ids of two label images: one code per pixel and one `bincount` (the textbook version)"
     t, p = _flat_pair(truth, pred)
-    if t.size == 0: return np.zeros((0, 0), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    change = t[1:] != t[:-1]
-    change |= p[1:] != p[:-1]                              # a new segment wherever either label changes
-    starts = np.concatenate([[0], np.flatnonzero(change) + 1])
-    lengths = np.diff(np.concatenate([starts, [t.size]]))
-    t_ids, ti = _index_values(t[starts], background=True)   # label values -> 0, 1, ..., n (ids need not be consecutive)
-    p_ids, pi = _index_values(p[starts], background=True)   # row 0 and column 0: the background
-    nt, npr = t_ids.size, p_ids.size
-    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
+    t_ids, ti = np.unique(np.concatenate([np.zeros(1, t.dtype), t]), return_inverse=True)   # labels -> 0, 1, ..., n
+    p_ids, pi = np.unique(np.concatenate([np.zeros(1, p.dtype), p]), return_inverse=True)   # (a 0 added: row and column 0 are the background)
+    n = p_ids.size
+    table = np.bincount(ti.ravel()[1:] * n + pi.ravel()[1:], minlength=t_ids.size * n).reshape(t_ids.size, n)
     return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
+
+_pair_table = overlap_table   # what `overlap_counts` uses for two label images (*Making it fast* puts a faster one here)
 
 # %% ../nbs/06_instances.ipynb #adb26f66
 class Overlaps(NamedTuple):
@@ -184,6 +182,7 @@ def _runs_objects(runs, shape, order, what):
     if bad.any(): Objects.from_runs(runs, None, shape, order, what)     # raises, naming the object
     return Objects(s, l, owner, ids, shape, order, upto[ends] - upto[ends - n])
 
+# %% ../nbs/06_instances.ipynb #c902d9a1
 def _side_runs(objs, tags, order, convention, shape, side) -> Objects:
     "One side's objects as one `Objects` in `order` (an `Objects` as it is)"
     if tags is None: return _label_objects(_labels_array(objs, side), order)
@@ -203,6 +202,7 @@ def _sorted_disjoint(objects):
     s, l, m = objects.sorted()
     return s, l, m, not (s.size > 1 and (s[1:] < (s + l)[:-1]).any())
 
+# %% ../nbs/06_instances.ipynb #485a9de4
 def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     "`Overlaps` of two sides, and the predicted `Objects` when they came as a list or an `Objects`"
     tags = _classify(truth, "truth"), _classify(pred, "prediction")
@@ -211,7 +211,7 @@ def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     if len(shapes) > 1: raise ValueError(f"truth and prediction have different shapes: {' and '.join('x'.join(map(str, s)) for s in sorted(shapes))}")
     shape = shapes.pop() if shapes else None
     if tags == (None, None):
-        return Overlaps(*_label_overlaps(_labels_array(truth, "truth"), _labels_array(pred, "prediction"))), None, tags
+        return Overlaps(*_pair_table(_labels_array(truth, "truth"), _labels_array(pred, "prediction"))), None, tags
     order = _common_order(tags, order, convention, shape, [o.order for o, t in zip((truth, pred), tags) if t == "objects"])
     t = _side_runs(truth, tags[0], order, convention, shape, "truth")
     p = _side_runs(pred, tags[1], order, convention, shape, "prediction")
@@ -235,6 +235,7 @@ def overlap_counts(truth,                # true objects: label image (0 = backgr
     "Pixels shared by every pair of true and predicted objects, and every object's area"
     return _overlaps(truth, pred, order, shape, convention)[0]
 
+# %% ../nbs/06_instances.ipynb #2354af89
 def iou_matrix(truth,  # true objects: label image (2-D or 3-D, 0 = background), an `Objects`, or a list of masks / runs / RLE strings
                pred,   # predicted objects, in any of the same forms
                **kwargs, # `order`, `shape`, `convention`, as in `overlap_counts`
@@ -257,6 +258,7 @@ def reference_histogram_iou(truth_labels, # label image, 0 = background
     union[union == 0] = 1e-9
     return inter[1:, 1:] / union
 
+# %% ../nbs/06_instances.ipynb #274ac719
 def reference_histogram_score(truth_labels, pred_labels) -> float:
     "DSB image score as the widely copied kernel computes it (float thresholds, histogram IoU); kept for teaching and benchmarks"
     iou = reference_histogram_iou(truth_labels, pred_labels)
@@ -285,10 +287,12 @@ def _exact(thresholds):
                              "so the DSB count of matches is no longer one-to-one")
     return out
 
+# %% ../nbs/06_instances.ipynb #8a949087
 def _count_above(inter, union, t):
     "How many pairs have IoU = inter/union strictly greater than the fraction t, in exact integer arithmetic"
     return int((inter * t.denominator > union * t.numerator).sum())
 
+# %% ../nbs/06_instances.ipynb #21321bac
 def _counts_above(inter, union, ts):
     "`_count_above` at every threshold: one array comparison when the products fit in int64, else threshold by threshold"
     den = np.array([t.denominator for t in ts], np.int64)[:, None]
@@ -369,6 +373,7 @@ class DSBScore:
         more = f"\n... ({len(self.ids) - 5} more images)" if len(self.ids) > 5 else ""
         return f"DSB score {self.score:.4f} over {len(self.ids)} images\n{self.table(5)}{more}"
 
+# %% ../nbs/06_instances.ipynb #ba5cd03c
 def dsb_score(pairs,           # {image id: (truth, pred)} or a list of (truth, pred); (truth, pred, shape) for RLE strings
               thresholds=None, # IoU thresholds, as in `dsb_image_score`
               empty=1.0,       # score of an image with no true and no predicted object (outside the competition)
@@ -500,6 +505,7 @@ def _matches_at(result, t):
     hit &= o.intersections > 0
     return hit.any(1), hit.any(0)
 
+# %% ../nbs/06_instances.ipynb #653c5efc
 def _boundaries(labels):
     "Pixels of a label image whose right or lower neighbour has another label"
     b = np.zeros(labels.shape, bool)
@@ -584,3 +590,35 @@ def dsb_threshold_explorer(truth=None, # true label image (default: `synthetic_n
     slider.observe(draw, "value")
     draw()
     return widgets.VBox([slider, out])
+
+# %% ../nbs/06_instances.ipynb #2abd7c90
+def _label_overlaps(truth, pred):
+    "Intersections, areas and ids of two label images: one `bincount` over the runs of constant (truth, pred) pairs"
+    t, p = _flat_pair(truth, pred)
+    if t.size == 0: return np.zeros((0, 0), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    change = t[1:] != t[:-1]
+    change |= p[1:] != p[:-1]                              # a new segment wherever either label changes
+    starts = np.concatenate([[0], np.flatnonzero(change) + 1])
+    lengths = np.diff(np.concatenate([starts, [t.size]]))
+    t_ids, ti = _index_values(t[starts], background=True)   # label values -> 0, 1, ..., n (ids need not be consecutive)
+    p_ids, pi = _index_values(p[starts], background=True)   # row 0 and column 0: the background
+    nt, npr = t_ids.size, p_ids.size
+    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
+    return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
+
+_pair_table = _label_overlaps   # from here on, `overlap_counts` of two label images uses the segments
+
+# %% ../nbs/06_instances.ipynb #abcaef09
+def _lookup_index(values, background=False):
+    "Distinct values (sorted) and each value's position among them: a lookup table when values are small, else a sort"
+    top = int(values.max()) if values.size else 0
+    if top <= (1 << 16) + 4 * values.size:
+        present = np.zeros(top + 1, bool)
+        present[values] = True
+        if background: present[0] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+    ids, index = np.unique(values, return_inverse=True)
+    if background and ids[0] != 0: ids, index = np.concatenate([[0], ids]), index + 1
+    return ids, index.ravel()
+
+_index_values = _lookup_index   # from here on, small label values are renumbered without a sort

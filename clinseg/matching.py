@@ -154,6 +154,7 @@ def _prediction_fields(rec, k):
         raise ValueError(f"prediction {k}: expected (image, class, confidence, mask or runs)")
     return tuple(rec)
 
+# %% ../nbs/07_matching.ipynb #47e9a367
 def _is_runs(obj):
     "True for runs given as a tuple of two 1-D arrays (checked later, all at once)"
     return type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray and obj[0].ndim == obj[1].ndim == 1
@@ -325,6 +326,7 @@ def _first_per_group(group, order_key):
     g = group[by]
     return by[np.concatenate([[True], g[1:] != g[:-1]])] if by.size else by
 
+# %% ../nbs/07_matching.ipynb #f34d34ba
 def _cat(xs, dtype=np.int64):
     "Arrays concatenated as `dtype` (an empty array when there are none)"
     return np.concatenate(xs).astype(dtype, copy=False) if len(xs) else np.zeros(0, dtype)
@@ -337,6 +339,7 @@ class _Line(NamedTuple):
     small: np.ndarray                                       # Cityscapes' small regions: part of their class's ignore region
     starts: np.ndarray; lengths: np.ndarray; obj: np.ndarray  # the runs, sorted by start, and the object of each
 
+# %% ../nbs/07_matching.ipynb #9c5f15be
 def _truth_line(per, offset, classes, min_region):
     "All images' true objects as one `_Line`, and the images whose true objects overlap"
     objects = [t.objects for t in per]
