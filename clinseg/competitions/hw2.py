@@ -24,6 +24,7 @@ def write_hw2(path, labels, value=None, overwrite=False):
             a = np.asarray(lab)
             f.write(f"{i},{encode(a != 0 if value is None else a == value, 'hw2')}\n")
 
+# %% ../../nbs/competitions/hw2.ipynb #d284652d
 def write_hw2_solution(path, truth, usage=None, overwrite=False):
     "A homework solution (`encode,pixel_value,Shape`, and `Usage` when given) from {volume id: label volume}"
     with new_file(path, overwrite) as f:
@@ -60,6 +61,7 @@ def hw2_dataset(folder,        # where to write: `data/<id>/` DICOM folders, the
     write_hw2_solution(folder / "solution.csv", truth)
     return phantoms
 
+# %% ../../nbs/competitions/hw2.ipynb #acf46351
 def _demo(folder, seed):
     "Three phantom patients: DICOM folders and NIfTI labels; the baseline's label volumes in NIfTI axis order"
     phantoms = hw2_dataset(folder, 3, seed)

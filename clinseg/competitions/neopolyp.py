@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..rle import encode
-from ..dice import NEOPOLYP_CLASSES, neopolyp_classes
+from ..rle import decode, encode
+from ..dice import NEOPOLYP_CLASSES, dice, neopolyp_classes
 from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image
 from ..submission import Competition
 from ..scoring import dice_items, new_file
@@ -16,7 +16,8 @@ from ..scoring import dice_items, new_file
 # %% auto #0
 __all__ = ['COMPETITION', 'neopolyp_mask_labels', 'read_neopolyp_image', 'read_neopolyp_mask', 'synthetic_polyp_image',
            'neopolyp_mask_rgb', 'NeoPolypDataset', 'neopolyp_dataset', 'resize_nearest', 'write_neopolyp',
-           'write_neopolyp_solution', 'neopolyp_baseline']
+           'write_neopolyp_solution', 'neopolyp_baseline', 'graded_labels', 'neopolyp_view', 'plot_neopolyp_view',
+           'neopolyp_explorer']
 
 # %% ../../nbs/competitions/neopolyp.ipynb #c3e4a642
 _CHANNEL_ORDERS = ("RGB", "BGR")
@@ -51,8 +52,7 @@ def read_neopolyp_mask(path,          # a NeoPolyp mask (`train_gt/train_gt/<id>
         raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
     return neopolyp_mask_labels(a, "RGB", threshold)
 
-# %% ../../nbs/competitions/neopolyp.ipynb #9c44aaff
-_NEOPOLYP_SHAPES = ((288, 384), (240, 320), (300, 360))
+# %% ../../nbs/competitions/neopolyp.ipynb #94563a32
 _POLYP_TINT = {1: np.array([0.55, 0.28, 0.45], np.float32), 2: np.array([0.95, 0.80, 0.55], np.float32)}
 
 def _blob(shape, cy, cx, r, rng):
@@ -62,7 +62,6 @@ def _blob(shape, cy, cx, r, rng):
     wobble = 1 + sum(rng.uniform(0, 0.12) * np.cos(k * ang + rng.uniform(0, 2 * np.pi)) for k in (2, 3, 5))
     return (yy - cy) ** 2 + (xx - cx) ** 2 <= (r * wobble) ** 2
 
-# %% ../../nbs/competitions/neopolyp.ipynb #94563a32
 def synthetic_polyp_image(shape=(288, 384), # (height, width)
                           n_polyps=2,       # polyps drawn (classes at random)
                           seed=0,           # random seed
@@ -110,6 +109,8 @@ class NeoPolypDataset:
     def __repr__(self): return f"NeoPolypDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/neopolyp.ipynb #5400c970
+_NEOPOLYP_SHAPES = ((288, 384), (240, 320), (300, 360))   # image sizes of the generated dataset, used in turn
+
 def neopolyp_dataset(folder,                # where to write the Kaggle layout
                      n_train=4,             # training images (with masks)
                      n_test=2,              # test images
@@ -158,6 +159,7 @@ def _neopolyp_labels(mask, what):
     if bad.size: raise ValueError(f"{what}: label {bad[0]} is not 0 (background), 1 (neoplastic) or 2 (non-neoplastic)")
     return a
 
+# %% ../../nbs/competitions/neopolyp.ipynb #21939905
 def write_neopolyp(path, masks, sizes=None, overwrite=False):
     "NeoPolyp submission from {image stem: class labels or RGB mask}, resized back to `sizes` {stem: (H, W)}"
     with new_file(path, overwrite) as f:
@@ -196,6 +198,7 @@ def neopolyp_baseline(rgb,              # (H, W, 3) uint8 RGB image
     cls[ndi.sum(blobs, labels, idx) < min_pixels] = 0
     return np.concatenate([[0], cls]).astype(np.uint8)[labels]
 
+# %% ../../nbs/competitions/neopolyp.ipynb #73b5ec98
 def _demo(folder, seed):
     "Six images of three sizes; predicted at 256×256 and resized back by the writer"
     npd = neopolyp_dataset(folder / "data", n_train=6, n_test=0, seed=seed)
@@ -210,3 +213,66 @@ COMPETITION = Competition(
     id_pattern=r"[0-9a-f]{32}_[01]", id_example="8395e56a6d9ba9d45c3dbc695325ded4_0", id_rule="32 hex digits, then _0 or _1",
     solution_columns=("Id", "Expected", "Height", "Width"), item="(image, class) pair", score_items=dice_items,
     write_submission=write_neopolyp, write_solution=write_neopolyp_solution, demo=_demo)
+
+# %% ../../nbs/competitions/neopolyp.ipynb #b3fe2812
+def graded_labels(prediction,   # class labels (0, 1, 2) at the model's working size
+                  shape,        # the image's (height, width)
+                  resize=True,  # resize back (nearest neighbour) before encoding; False: encode as it is
+                 ) -> np.ndarray: # the class labels the grader reads, on the image's grid
+    "The class labels the grader reads from a prediction: resized back to `shape`, or its runs laid on the image's rows as they are"
+    p = _neopolyp_labels(prediction, "prediction")
+    if resize: return resize_nearest(p, shape)
+    out = np.zeros(tuple(int(x) for x in shape), np.uint8)
+    for v in NEOPOLYP_CLASSES.values(): out[decode(encode(p == v, "neopolyp"), out.shape, "neopolyp")] = v
+    return out
+
+# %% ../../nbs/competitions/neopolyp.ipynb #12194639
+def neopolyp_view(mask,           # the truth as a colour mask array (H, W, 3), JPEG-noisy
+                  prediction,     # class labels (0, 1, 2) at the model's working size
+                  resize=True,    # resize the prediction back before encoding
+                  threshold=128,  # channel threshold for reading the mask
+                  channels="RGB", # the mask array's channel order
+                 ) -> tuple:      # (truth labels, graded prediction labels, {submission class: Dice})
+    "Truth read at `threshold`, the prediction as the grader reads it, and the Dice of each (image, class) pair"
+    truth = neopolyp_mask_labels(mask, channels, threshold)
+    graded = graded_labels(prediction, truth.shape, resize)
+    return truth, graded, {k: dice(graded == v, truth == v) for k, v in NEOPOLYP_CLASSES.items()}
+
+# %% ../../nbs/competitions/neopolyp.ipynb #fa7d11fb
+def plot_neopolyp_view(truth, graded, scores, axes=None, title=""):
+    "The truth and the graded prediction side by side (red neoplastic, green non-neoplastic), Dice in the title"
+    import matplotlib.pyplot as plt
+    if axes is None: _, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    dices = ", ".join(f"_{k}: {d:.3f}" for k, d in scores.items())
+    names = (f"{title}\ntruth as read" if title else "truth as read", f"prediction as graded\nDice {dices}")
+    for ax, lab, name in zip(axes, (truth, graded), names):
+        ax.imshow(neopolyp_mask_rgb(lab), interpolation="nearest"); ax.set_title(name, fontsize=9)
+        ax.set_xticks([]); ax.set_yticks([])
+    return axes
+
+# %% ../../nbs/competitions/neopolyp.ipynb #20ec9bf9
+def neopolyp_explorer(mask,           # the truth as a colour mask array (H, W, 3), JPEG-noisy
+                      prediction,     # class labels (0, 1, 2) at the model's working size
+                      channels="RGB", # the mask array's channel order
+                     ):               # an ipywidgets VBox: resize switch, threshold slider, the Dice, the two masks
+    "Widget: resize back on or off and the JPEG colour threshold, with the masks and the Dice change"
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+    resize = w.Checkbox(value=True, description="resize back")
+    threshold = w.IntSlider(value=128, min=0, max=254, description="threshold", continuous_update=False)
+    info, out = w.HTML(), w.Output()
+    ref = neopolyp_view(mask, prediction, True, 128, channels)[2]
+    def draw(*_):
+        truth, graded, scores = neopolyp_view(mask, prediction, resize.value, threshold.value, channels)
+        m, m0 = float(np.mean(list(scores.values()))), float(np.mean(list(ref.values())))
+        info.value = (f"Dice neoplastic (_0) {scores[0]:.4f}, non-neoplastic (_1) {scores[1]:.4f}, mean {m:.4f}; "
+                      f"resized back with threshold 128: {m0:.4f} (change {m - m0:+.4f})")
+        with out:
+            out.clear_output(wait=True)
+            fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+            plot_neopolyp_view(truth, graded, scores, axes)
+            display(fig); plt.close(fig)
+    resize.observe(draw, "value"); threshold.observe(draw, "value")
+    draw()
+    return w.VBox([w.HBox([resize, threshold]), info, out])

@@ -19,12 +19,13 @@ from ..scoring import Progress, SubmissionScore, Table, new_file
 # %% auto #0
 __all__ = ['WAD_COLOURS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset', 'wad_dataset',
            'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'score_wad', 'write_wad', 'write_wad_solution',
-           'plot_wad_score', 'wad_baseline']
+           'plot_wad_score', 'wad_baseline', 'confidence_ranking', 'plot_ranking', 'ranking_explorer']
 
 # %% ../../nbs/competitions/wad2018.ipynb #200890b6
 WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
                38: (30, 70, 200), 39: (30, 190, 200), 40: (200, 60, 190)}   # class -> RGB of the synthetic frames
 
+# %% ../../nbs/competitions/wad2018.ipynb #f4c40ecb
 def read_wad_frame(path,           # a WAD colour frame (`train_color/<frame>.jpg` or `test/<frame>.jpg`)
                    shape=WAD_FRAME,# expected (height, width); None: any size
                   ) -> np.ndarray: # (H, W, 3) uint8 RGB
@@ -110,6 +111,7 @@ def _label_id(text):
         raise ValueError(f"LabelId {lab} is not an evaluated class ({names})" + ("; 37 rider is not evaluated" if lab == 37 else ""))
     return lab
 
+# %% ../../nbs/competitions/wad2018.ipynb #816dd3bf
 def _confidence(text):
     c = float(text)
     if not 0 < c <= 1: raise ValueError(f"Confidence {text} is not in (0, 1]")
@@ -144,6 +146,7 @@ def read_wad_solution(source, comp) -> Solution:
     if not ids: raise FileNotFoundError(f"{folder}: no *_instanceIds.png label image in this folder")
     return Solution(comp, folder, {i: WAD_FRAME for i in ids}, None)
 
+# %% ../../nbs/competitions/wad2018.ipynb #d7bea97a
 def wad_solution_truth(sol, only=None):
     "(frame id, `ImageTruth`) of every frame of a WAD solution folder"
     for i in sol.order:
@@ -152,6 +155,7 @@ def wad_solution_truth(sol, only=None):
 # %% ../../nbs/competitions/wad2018.ipynb #f084e2a3
 WAD_OPTIONS = ("thresholds", "mode", "compare", "ignore_overlap", "max_dets", "min_region_size")
 
+# %% ../../nbs/competitions/wad2018.ipynb #1de44a17
 def _class_rows(res):
     "One table row per class of an `APResult`: objects, predictions, AP and AP at each threshold"
     rows = []
@@ -184,6 +188,7 @@ def _wad_record(rec, k):
     if not isinstance(rec, (tuple, list)) or len(rec) != 4: raise ValueError(f"prediction {k}: expected (image, LabelId, confidence, mask or runs)")
     return rec
 
+# %% ../../nbs/competitions/wad2018.ipynb #5c525d29
 def _wad_runs(obj, k, shape):
     "Sorted, merged 0-based row-major runs of one record's mask or runs"
     if isinstance(obj, np.ndarray) and obj.ndim == 2:
@@ -205,6 +210,7 @@ def write_wad(path, predictions, shape=WAD_FRAME, overwrite=False):
             s, l = _wad_runs(obj, k, shape)
             if s.size: f.write(f"{i},{int(lab)},{float(conf)!r},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n")
 
+# %% ../../nbs/competitions/wad2018.ipynb #0fdfff71
 def write_wad_solution(path, truth, usage=None, overwrite=False):
     "A WAD solution folder: one 16-bit `<id>_instanceIds.png` per frame from {id: label image}"
     from PIL import Image
@@ -252,6 +258,7 @@ def wad_baseline(rgb,            # (H, W, 3) uint8 frame
         out += [(c, float(np.clip(closeness[k - 1], 0.01, 1.0)), r) for k, r in zip(ids.tolist(), runs) if sizes[k] >= min_pixels]
     return out
 
+# %% ../../nbs/competitions/wad2018.ipynb #2bd37264
 def _demo(folder, seed):
     "Two full-size frames; their label images are the solution"
     wd = wad_dataset(folder / "data", n_train=2, n_test=0, seed=seed)
@@ -266,3 +273,81 @@ COMPETITION = Competition(
     per_image=True, shape=WAD_FRAME, missing="ignore", item="class", object_name="instance", options=WAD_OPTIONS,
     score_all=score_wad, check_rows=check_wad_rows, read_solution=read_wad_solution, truth=wad_solution_truth,
     write_submission=write_wad, write_solution=write_wad_solution, plot=plot_wad_score, demo=_demo, checks=("WAD fields",))
+
+# %% ../../nbs/competitions/wad2018.ipynb #4b604c6c
+def confidence_ranking(truth,           # {frame: ImageTruth}, e.g. from `read_wad_label`
+                       records,         # prediction records (frame, LabelId, confidence, mask or runs)
+                       cls=33,          # the class whose list is returned
+                       threshold=0.5,   # the IoU threshold of the outcomes
+                       pick=None,       # index of one record in `records` whose confidence is changed ...
+                       confidence=None, # ... to this value
+                       **options,       # options of `average_precision` (mode, compare, ...)
+                      ) -> tuple:       # (rows of the class's predictions in rank order, the `APResult`)
+    "The ranked predictions of one class with their outcome at one IoU threshold, after giving record `pick` another confidence"
+    recs = list(records)
+    if pick is not None:
+        i, c, _, obj = _wad_record(recs[pick], pick)
+        recs[pick] = (i, c, float(confidence), obj)
+    res = average_precision(truth, recs, classes=WAD_CLASSES, **options)
+    return res.table(threshold=threshold, cls=cls), res
+
+# %% ../../nbs/competitions/wad2018.ipynb #5781788f
+_OUTCOME_COLOURS = {"TP": "tab:green", "FP": "tab:red"}   # anything else (removed by an ignore region or a crowd): grey
+
+def plot_ranking(rows,        # rows of `confidence_ranking`
+                 ax=None,     # matplotlib axes (a new figure when None)
+                 pick=None,   # the prediction to outline
+                 title=None,  # the axes' title
+                ):
+    "The ranked predictions of `confidence_ranking` as bars of their confidence: green TP, red FP, grey removed"
+    import matplotlib.pyplot as plt
+    if ax is None: _, ax = plt.subplots(figsize=(5, 0.25 * len(rows) + 1.2))
+    y = np.arange(len(rows))
+    ax.barh(y, [r["confidence"] for r in rows], color=[_OUTCOME_COLOURS.get(r["outcome"], "0.6") for r in rows],
+            edgecolor=["black" if r["prediction"] == pick else "none" for r in rows], linewidth=2)
+    ax.set_yticks(y, [f"{r['rank']}: #{r['prediction']}, IoU {r['iou']:.2f}" for r in rows], fontsize=7)
+    ax.invert_yaxis(); ax.set_xlim(0, 1.02); ax.set_xlabel("confidence")
+    if title: ax.set_title(title, fontsize=9)
+    return ax
+
+# %% ../../nbs/competitions/wad2018.ipynb #1b28c394
+def ranking_explorer(truth,          # {frame: ImageTruth}
+                     records,        # prediction records (frame, LabelId, confidence, mask or runs)
+                     cls=33,         # the class shown
+                     threshold=0.5,  # the IoU threshold shown first
+                     **options,      # options of `average_precision`
+                    ):               # an ipywidgets VBox: prediction, confidence and threshold controls, the numbers, the list
+    "Widget: give one prediction another confidence and watch the ranking, TP/FP at the IoU threshold and the AP change"
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+    recs = list(records)
+    rows0, res0 = confidence_ranking(truth, recs, cls, threshold, **options)
+    if not rows0: raise ValueError(f"no prediction of class {cls}: nothing to rank")
+    conf0 = {r["prediction"]: r["confidence"] for r in rows0}
+    pick = w.Dropdown(options=[(f"#{r['prediction']} (rank {r['rank']}, {r['outcome']})", r["prediction"]) for r in rows0], description="prediction")
+    conf = w.FloatSlider(value=rows0[0]["confidence"], min=0.01, max=1.0, step=0.01, description="confidence", continuous_update=False)
+    thr = w.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in res0.thresholds], description="IoU t", continuous_update=False)
+    thr.value = float(res0.thresholds[np.argmin(np.abs(res0.thresholds - threshold))])
+    info, out = w.HTML(), w.Output()
+    name = WAD_CLASSES.get(cls, str(cls))
+
+    def draw(*_):
+        rows, res = confidence_ranking(truth, recs, cls, thr.value, pick.value, conf.value, **options)
+        ap0, ap = res0.curve(cls, thr.value).ap, res.curve(cls, thr.value).ap
+        me = next(r for r in rows if r["prediction"] == pick.value)
+        info.value = (f"prediction #{pick.value}: rank {me['rank']}, {me['outcome']} (IoU {me['iou']:.2f})<br>"
+                      f"AP({name}, t = {thr.value:.2f}) {ap:.4f} (submitted {ap0:.4f}, change {ap - ap0:+.4f}); "
+                      f"score {res.ap:.4f} (submitted {res0.ap:.4f}, change {res.ap - res0.ap:+.4f})")
+        with out:
+            out.clear_output(wait=True)
+            fig, ax = plt.subplots(figsize=(6, 0.25 * len(rows) + 1.2))
+            plot_ranking(rows, ax, pick.value, f"{name}, IoU t = {thr.value:.2f}: AP {ap:.4f}")
+            display(fig); plt.close(fig)
+    def on_pick(change):
+        if conf.value != conf0[pick.value]: conf.value = conf0[pick.value]   # redraws
+        else: draw()
+    pick.observe(on_pick, "value")
+    conf.observe(draw, "value"); thr.observe(draw, "value")
+    draw()
+    return w.VBox([w.HBox([pick, conf, thr]), info, out])
