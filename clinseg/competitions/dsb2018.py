@@ -9,15 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..runs import find_overlaps, mask_to_runs
+from ..dice import overlap_image
 from ..rle import encode, format_runs
-from ..instances import label_to_runs, synthetic_nuclei
+from ..instances import dsb_image_score, iou_matrix, label_to_runs, synthetic_nuclei
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition
 from ..scoring import instance_items, new_file
 
 # %% auto #0
 __all__ = ['COMPETITION', 'DSBSample', 'read_dsb_sample', 'write_dsb_sample', 'DSBDataset', 'dsb_dataset', 'write_dsb',
-           'write_dsb_solution', 'otsu_threshold', 'dsb_baseline']
+           'write_dsb_solution', 'otsu_threshold', 'dsb_baseline', 'dsb_match_scene', 'plot_dsb_match',
+           'dsb_match_explorer']
 
 # %% ../../nbs/competitions/dsb2018.ipynb #94ba4d35
 @dataclass(repr=False)
@@ -188,6 +190,7 @@ def write_dsb(path, predictions, scores=None, overwrite=False):
             for s, l in _dsb_objects(pred, f"image {i}", None if scores is None else scores[i]):
                 f.write(f"{i},{format_runs(s, l, 'dsb2018')}\n")
 
+# %% ../../nbs/competitions/dsb2018.ipynb #371e334a
 def write_dsb_solution(path, truth, usage=None, overwrite=False):
     "A DSB solution (`ImageId,EncodedPixels,Height,Width,Usage`) from {image id: instance label image}"
     with new_file(path, overwrite) as f:
@@ -229,6 +232,7 @@ def dsb_baseline(image,          # (H, W, 3) or (H, W, 4) uint8 image (the alpha
     new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
     return new[labels]
 
+# %% ../../nbs/competitions/dsb2018.ipynb #4a8a8df7
 def _demo(folder, seed):
     "Four test images (two styles, three sizes) scored against the generator's stage1_solution.csv"
     ds = dsb_dataset(folder / "data", n_train=2, n_test=4, seed=seed)
@@ -242,3 +246,61 @@ COMPETITION = Competition(
     per_image=True, solution_columns=("ImageId", "EncodedPixels", "Height", "Width", "Usage"), disjoint=True, missing="warning",
     object_name="nucleus", options=("thresholds", "empty"), score_items=instance_items,
     write_submission=write_dsb, write_solution=write_dsb_solution, demo=_demo, checks=("overlaps",))
+
+# %% ../../nbs/competitions/dsb2018.ipynb #94d811fc
+def dsb_match_scene(x=34,           # column of the moved predicted nucleus's centre
+                    y=32,           # its row
+                    radius=10,      # its radius, pixels
+                    shape=(64, 96), # (height, width) of the image
+                   ) -> tuple:      # (truth, pred): int32 instance label images
+    "Two true nuclei; two predicted: the second a little off its nucleus, the first a disc at (`y`, `x`) that keeps the pixels it covers"
+    yy, xx = np.ogrid[:shape[0], :shape[1]]
+    disc = lambda cy, cx, r: (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
+    truth, pred = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
+    truth[disc(32, 30, 10)] = 1; truth[disc(32, 66, 9)] = 2
+    pred[disc(34, 68, 9)] = 2; pred[disc(y, x, radius)] = 1
+    return truth, pred
+
+# %% ../../nbs/competitions/dsb2018.ipynb #c6339569
+def plot_dsb_match(truth,       # true instance label image (2-D)
+                   pred,        # predicted instance label image
+                   title=None,  # text above the picture
+                  ):            # the matplotlib figure
+    "The overlap of true and predicted nuclei with each prediction's best IoU, and TP / (TP + FP + FN) at each threshold"
+    import matplotlib.pyplot as plt
+    r, (iou, _, pids) = dsb_image_score(truth, pred), iou_matrix(truth, pred)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.4), width_ratios=[1.25, 1])
+    ax.imshow(overlap_image(pred > 0, truth > 0), interpolation="nearest")
+    for k, p in enumerate(pids.tolist()):
+        cy, cx = np.argwhere(pred == p).mean(0)
+        ax.text(cx, cy, f"IoU {iou[:, k].max():.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks([]); ax.set_yticks([]); ax.set_title(title or "green: both, blue: truth only, orange: prediction only", fontsize=9)
+    ax2.bar(r.thresholds, r.precision, width=0.035, color="0.6")
+    for t, a, b, c, p in zip(r.thresholds, r.tp, r.fp, r.fn, r.precision): ax2.text(t, p + 0.02, f"{a}/{b}/{c}", ha="center", fontsize=7)
+    ax2.axhline(r.score, ls=":", color="C0")
+    ax2.set(xlabel="IoU threshold t (a match needs IoU > t)", ylabel="TP / (TP + FP + FN)", ylim=(0, 1.12), xticks=r.thresholds)
+    ax2.tick_params(axis="x", labelsize=7)
+    ax2.set_title(f"image score {r.score:.3f} (dotted); above each bar TP/FP/FN", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/competitions/dsb2018.ipynb #2032b2d3
+def dsb_match_explorer(shape=(64, 96), # (height, width) of the scene
+                      ):               # an ipywidgets VBox: x, y and radius sliders, the numbers, the drawing
+    "Widget: move a predicted nucleus over a true one and watch its IoU, TP / FP / FN at each threshold and the image score"
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    x = w.IntSlider(34, 0, shape[1] - 1, description="x")
+    y = w.IntSlider(32, 0, shape[0] - 1, description="y")
+    radius = w.IntSlider(10, 1, 20, description="radius")
+    numbers = w.HTML()
+    def draw(x, y, radius):
+        truth, pred = dsb_match_scene(x, y, radius, shape)
+        r, iou = dsb_image_score(truth, pred), iou_matrix(truth, pred)[0]
+        counts = " ".join(f"{t:.2f}: {a}/{b}/{c}" for t, a, b, c in zip(r.thresholds, r.tp, r.fp, r.fn))
+        numbers.value = (f"moved nucleus: best IoU <b>{iou[:, 0].max():.3f}</b>; image score <b>{r.score:.3f}</b><br>"
+                         f"<small>TP/FP/FN at t = {counts}</small>")
+        fig = plot_dsb_match(truth, pred)
+        plt.show(); plt.close(fig)
+    out = w.interactive_output(draw, dict(x=x, y=y, radius=radius))
+    return w.VBox([w.HBox([x, y, radius]), numbers, out])
