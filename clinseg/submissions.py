@@ -4,14 +4,14 @@
 
 # %% ../nbs/15_submissions.ipynb #bacf4f5e
 from __future__ import annotations
-import hashlib, importlib.metadata, importlib.util, io, sys, warnings
+import hashlib, importlib, importlib.metadata, importlib.util, io, sys, warnings
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
 from .csvstream import Report
 from .submission import Competition, Solution, SubmissionError, read_csv_solution
 from .scoring import SubmissionScore, read_sample_ids as _sample_ids, score_file, validate_file
-from .competitions import dsb2018, hw2, neopolyp, uw_madison, wad2018
+from .competitions import BUILT_IN
 
 # %% auto #0
 __all__ = ['ENTRY_POINT_GROUP', 'COMPETITIONS', 'load_competition', 'get_competition', 'read_solution', 'read_sample_ids',
@@ -60,7 +60,7 @@ class _Registry(dict):
         by_lower = {k.lower(): v for k, v in super().items()}
         return by_lower[name.lower()]
 
-COMPETITIONS = _Registry({c.name: c for c in (hw2.COMPETITION, wad2018.COMPETITION, neopolyp.COMPETITION, dsb2018.COMPETITION, uw_madison.COMPETITION)})
+COMPETITIONS = _Registry({c.name: c for c in (importlib.import_module(f"clinseg.competitions.{n}").COMPETITION for n in BUILT_IN)})   # one module each
 
 # %% ../nbs/15_submissions.ipynb #bfb5904f
 def load_competition(path) -> Competition:
