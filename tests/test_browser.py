@@ -28,6 +28,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 SERVER_START = 60     # s for JupyterLab to answer
 KERNEL_IDLE = 90      # s for the kernel to start and become idle
 RUN_ALL = 180         # s for all cells to run
+STARTED = 30          # s for the first cell to start after Run All
 WIDGET = 30           # s for the figure to change after the slider moved
 NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
 
@@ -88,9 +89,9 @@ def _copy_nbs(work):
     return work / "main"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def lab(tmp_path_factory):
-    "JupyterLab serving a temporary copy of nbs/: (url, token, root folder)"
+    "JupyterLab serving a temporary copy of nbs/, one server per test (no tab restored from another test): (url, token, root folder)"
     reason = _missing()
     if reason and os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(f"CLINSEG_REQUIRE_BROWSER is set but {reason}")
     if reason: pytest.skip(reason)
@@ -180,6 +181,9 @@ def _run_all(page, url, token, name, prefix):
     _wait(page, "kernel idle", lambda s: s["status"] == "idle", KERNEL_IDLE)
     page.screenshot(path=str(ARTIFACTS / f"{prefix}_1_opened.png"))
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    try: _wait(page, "cells started", lambda s: s["run"] or s["pending"] or s["errors"], STARTED)
+    except AssertionError:    # the kernel said idle before it took requests: ask once more
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     state = _wait(page, "all cells run", lambda s: s["errors"] or (s["run"] == s["cells"] and not s["pending"] and s["status"] == "idle"), RUN_ALL)
     page.screenshot(path=str(ARTIFACTS / f"{prefix}_2_ran.png"), full_page=True)
     if state["errors"]:
