@@ -5,9 +5,11 @@
 # %% ../nbs/03_coco.ipynb #6dca6757
 from __future__ import annotations
 import math
+from dataclasses import replace
 import numpy as np
+from .kernels import kernel, numba_available
 from .runs import *
-from .rle import Convention, register_convention
+from .rle import Convention, get_convention, register_convention
 
 # %% auto #0
 __all__ = ['runs_to_coco_counts', 'coco_counts_to_runs', 'textbook_coco_string', 'textbook_parse_coco_string', 'coco_string',
@@ -88,10 +90,27 @@ def _format_coco(starts, lengths, size):
 register_convention(Convention("coco", "F", 0, note="COCO / pycocotools: alternating counts, column-major, compressed string",
                                parse_text=_parse_coco, format_text=_format_coco, text_form="COCO counts"))
 
+# %% ../nbs/03_coco.ipynb #68b3936b
+@kernel
+def _coco_chars(counts):
+    "pycocotools' compressed string of `counts` as bytes: the textbook loop, compiled (13 characters hold any int64)"
+    out = np.empty(13 * counts.size, np.uint8)
+    k = 0
+    for i in range(counts.size):
+        x = counts[i] - counts[i - 2] if i > 2 else counts[i]
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5                                        # arithmetic shift: the sign stays
+            more = (x != -1) if c & 0x10 else (x != 0)
+            out[k] = 48 + (c | 0x20 if more else c); k += 1
+    return out[:k]
+
 # %% ../nbs/03_coco.ipynb #74ee536d
 def coco_string(counts) -> str:
-    "pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts'), vectorised"
+    "pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts'): vectorised, or the compiled loop when numba is available"
     c = np.asarray(counts, np.int64).reshape(-1)
+    if numba_available(): return _coco_chars(np.ascontiguousarray(c)).tobytes().decode("ascii")
     x = c.copy()
     x[3:] -= c[1:-2]                                         # from the fourth count on: the difference from two places before
     y = np.where(x < 0, ~x, x)                               # magnitude bits, sign aside
@@ -164,17 +183,112 @@ def _coco_bytes(text, name=""):
         raise RLEError(f"{name}character {i}: {text[i]!r} is not part of a COCO counts string")
     return text.encode("ascii")
 
+# %% ../nbs/03_coco.ipynb #7abaa46d
+@kernel
+def _coco_counts(b):
+    "COCO counts of a compressed string (bytes), the textbook loop compiled; ok is False for a string the format refuses"
+    out = np.empty(b.size, np.int64)
+    m = x = j = 0                                          # counts so far, the number being read, its characters
+    for p in range(b.size):
+        c = np.int64(b[p]) - 48
+        if c < 0 or c >= 64 or j >= 12: return out[:0], False   # not a COCO character, or over 12 characters
+        x |= (c & 0x1F) << (5 * j); j += 1
+        if not c & 0x20:                                   # the last chunk of the number
+            if c & 0x10: x -= np.int64(1) << (5 * j)       # its sign bit
+            out[m] = x + out[m - 2] if m > 2 else x
+            m += 1; x = 0; j = 0
+    return out[:m], j == 0
+
 # %% ../nbs/03_coco.ipynb #2bc7ec7f
 def parse_coco_string(text) -> np.ndarray:
-    "COCO counts from pycocotools' compressed text form"
-    return _undo_differences(*_coco_decode([_coco_bytes(text)]))[0]
+    "COCO counts from pycocotools' compressed text form (the compiled loop when numba is available)"
+    b = _coco_bytes(text)
+    if numba_available():
+        counts, ok = _coco_counts(np.frombuffer(b, np.uint8))
+        if ok: return counts                               # else the vectorised reader names the fault
+    return _undo_differences(*_coco_decode([b]))[0]
+
+# %% ../nbs/03_coco.ipynb #45d438ab
+@kernel
+def _runs_coco_chars(starts, lengths, size):
+    "pycocotools' string of the COCO counts of 0-based runs over `size` pixels, in one pass; ok False for runs that do not fit"
+    n = 2 * starts.size + 1
+    out = np.empty(13 * n, np.uint8)
+    k = end = back1 = back2 = 0                            # characters, pixels so far, the counts one and two places back
+    for i in range(n):
+        if i == n - 1: c = size - end                      # the background after the last run (left out when 0)
+        elif i % 2 == 0: c = starts[i // 2] - end          # the gap before a run
+        else: c = lengths[i // 2]; end = starts[i // 2] + c
+        if c < 0 or (i % 2 == 1 and c == 0): return out[:0], False
+        if i == n - 1 and c == 0: break
+        x = c - back2 if i > 2 else c
+        back2, back1 = back1, c
+        more = True
+        while more:
+            ch = x & 0x1F
+            x >>= 5
+            more = (x != -1) if ch & 0x10 else (x != 0)
+            out[k] = 48 + (ch | 0x20 if more else ch); k += 1
+    return out[:k], True
+
+# %% ../nbs/03_coco.ipynb #b9371f5a
+@kernel
+def _coco_runs(b):
+    "0-based runs of a compressed COCO string (bytes) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
+    starts, lengths = np.empty(b.size // 2 + 1, np.int64), np.empty(b.size // 2 + 1, np.int64)
+    m = r = x = j = pos = back1 = back2 = 0                # counts, runs, the number being read, its characters, pixels, counts back
+    for p in range(b.size):
+        c = np.int64(b[p]) - 48
+        if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
+        x |= (c & 0x1F) << (5 * j); j += 1
+        if not c & 0x20:                                   # the last chunk of a number
+            if c & 0x10: x -= np.int64(1) << (5 * j)
+            count = x + back2 if m > 2 else x
+            if count < 0: return starts[:0], lengths[:0], 0, False
+            if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
+            pos += count
+            back2, back1 = back1, count
+            m += 1; x = 0; j = 0
+    return starts[:r], lengths[:r], pos, j == 0
+
+# %% ../nbs/03_coco.ipynb #d45cc8c2
+def _format_coco_fast(starts, lengths, size):
+    "`_format_coco` in one compiled pass when numba is available"
+    if size is not None and numba_available():
+        b, ok = _runs_coco_chars(starts, lengths, size)
+        if ok: return b.tobytes().decode("ascii")
+    return _format_coco(starts, lengths, size)             # the checks, and their messages
+
+# %% ../nbs/03_coco.ipynb #21319e34
+def _parse_coco_fast(text, shape):
+    "`_parse_coco` in one compiled pass when numba is available"
+    if numba_available() and isinstance(text, (str, bytes, bytearray)):
+        starts, lengths, total, ok = _coco_runs(np.frombuffer(_coco_bytes(text), np.uint8))
+        if ok and (shape is None or total == math.prod(shape)): return starts, lengths
+    return _parse_coco(text, shape)                        # the checks, and their messages
+
+# %% ../nbs/03_coco.ipynb #23acbe87
+register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast, format_text=_format_coco_fast))
+
+# %% ../nbs/03_coco.ipynb #a6a53e07
+def _compiled_coco_rles(rles, counts):
+    "Runs of every RLE by the compiled reader, or None when one needs the vectorised reader (lists of counts, its checks and messages)"
+    out, total = [], np.zeros(len(counts), np.int64)
+    for k, c in enumerate(counts):
+        if not isinstance(c, (str, bytes)) or (isinstance(c, str) and not c.isascii()): return None
+        s, l, total[k], ok = _coco_runs(np.frombuffer(c.encode("ascii") if isinstance(c, str) else c, np.uint8))
+        if not ok: return None
+        out.append((s, l))
+    _check_coco_sizes(rles, total)
+    return out
 
 # %% ../nbs/03_coco.ipynb #1099fa72
 def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
                      ) -> list: # 0-based column-major (starts, lengths) of each
-    "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass; counts checked against 'size' when given"
+    "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass (or string by string by the compiled reader); counts checked against 'size' when given"
     rles = list(rles)
     counts = [r["counts"] if isinstance(r, dict) else r for r in rles]
+    if numba_available() and (runs := _compiled_coco_rles(rles, counts)) is not None: return runs
     out, total = [None] * len(counts), np.zeros(len(rles), np.int64)   # runs, and pixels covered by the counts
     text_at = [k for k, c in enumerate(counts) if isinstance(c, (str, bytes))]
     if len(text_at) < len(counts):

@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 from .rle import *
 from .runs import as_bool_mask
+from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['NEOPOLYP_CLASSES', 'textbook_dice', 'textbook_counts', 'dice_from_counts', 'iou_from_counts', 'dice', 'iou',
@@ -390,9 +391,81 @@ def _block_counts(a, b, block=_COUNT_BLOCK):
         if cx and cy: both += _shared(x, y, buf)   # an empty block of either mask shares nothing: no AND
     return int(na), int(nb), int(both)
 
+# %% ../nbs/04_dice.ipynb #3af2614d
+@kernel
+def _fused_word_counts(wa, wb):
+    "Ones in `wa`, in `wb` and in both, for two arrays of 64-bit words whose eight bytes are each 0 or 1, read once"
+    m8, m16, m32 = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF), np.uint64(0xFFFFFFFF)
+    s8, s16, s32 = np.uint64(8), np.uint64(16), np.uint64(32)
+    sums = np.zeros(3, np.uint64)
+    for i in range(0, wa.size, 128):   # 128 words a block: a byte lane adds up to 128 at most, never past 255
+        x, y = wa[i:i + 128], wb[i:i + 128]
+        ca = cb = cc = np.uint64(0)
+        for j in range(x.size):
+            ca += x[j]; cb += y[j]; cc += x[j] & y[j]
+        for k, c in enumerate((ca, cb, cc)):   # the eight byte lanes added: in pairs, in fours, then the halves
+            c = (c & m8) + ((c >> s8) & m8)
+            c = (c & m16) + ((c >> s16) & m16)
+            sums[k] += (c & m32) + (c >> s32)
+    return sums
+
+# %% ../nbs/04_dice.ipynb #a758812a
+def _kernel_counts(a, b):
+    "Pixels in `a`, in `b` and in both (boolean arrays of one shape, `a`'s memory order) by the compiled loops"
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return _tiled_kernel_counts(a, b) if a.strides == b.strides else _mixed_counts(a, b)
+    x, y = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
+    n = x.size - x.size % 8                    # whole words; the last 0-7 pixels are counted by numpy
+    na, nb, both = _fused_word_counts(x[:n].view(np.uint64), y[:n].view(np.uint64))
+    tx, ty = x[n:].view(bool), y[n:].view(bool)
+    return (int(na) + int(np.count_nonzero(tx)), int(nb) + int(np.count_nonzero(ty)),
+            int(both) + int(np.count_nonzero(tx & ty)))
+
+# %% ../nbs/04_dice.ipynb #5b93e656
+def _c_piece(p, buf):
+    "`p` itself when it is C-contiguous, else a copy of it in the front of `buf`"
+    if p.flags.c_contiguous: return p
+    out = buf[:p.size].reshape(p.shape); out[...] = p
+    return out
+
+def _tiled_kernel_counts(a, b, block=_AND_BLOCK):
+    "`_kernel_counts` of masks that are not both C-contiguous: pieces along the first axis, copied into C-ordered buffers"
+    row = math.prod(a.shape[1:])
+    step = max(1, block // max(1, row))
+    bufs = [np.empty(min(a.size, step * row), bool) for _ in range(2)]
+    na = nb = both = 0
+    for i in range(0, a.shape[0], step):
+        ca, cb, cc = _kernel_counts(*(_c_piece(m[i:i + step], buf) for m, buf in zip((a, b), bufs)))
+        na, nb, both = na + ca, nb + cb, both + cc
+    return na, nb, both
+
+# %% ../nbs/04_dice.ipynb #30b2560d
+@kernel
+def _strided_counts(a, b):
+    "Pixels in `a`, in `b` and in both, for 3-D boolean arrays of any strides, visited in tiles of 64x64x64 pixels"
+    na = nb = both = 0
+    I, J, K = a.shape
+    for i0 in range(0, I, 64):
+        for j0 in range(0, J, 64):
+            for k0 in range(0, K, 64):
+                for i in range(i0, min(i0 + 64, I)):
+                    for j in range(j0, min(j0 + 64, J)):
+                        for k in range(k0, min(k0 + 64, K)):
+                            x, y = a[i, j, k], b[i, j, k]
+                            na += x; nb += y; both += x & y
+    return na, nb, both
+
+# %% ../nbs/04_dice.ipynb #1d22a957
+def _mixed_counts(a, b):
+    "Counts of two masks in different memory layouts by `_strided_counts`, three dimensions at a time"
+    if a.ndim > 3: return tuple(int(sum(c)) for c in zip(*(_mixed_counts(x, y) for x, y in zip(a, b))))
+    lead = (1,) * (3 - a.ndim)
+    return tuple(int(n) for n in _strided_counts(a.reshape(lead + a.shape), b.reshape(lead + b.shape)))
+
 # %% ../nbs/04_dice.ipynb #61cfb75f
 def mask_counts(pred,   # boolean or 0/1 array, any number of dimensions, any memory layout
                 truth,  # boolean or 0/1 array of the same shape
                ) -> tuple[int, int, int]: # pixels in `pred`, in `truth`, in both
-    "|X|, |Y| and |X∩Y| of two masks, in one pass over each, block by block (the same counts as `textbook_counts`)"
-    return _block_counts(*_memory_order(*_bool_pair(pred, truth)))
+    "|X|, |Y| and |X∩Y| of two masks, in one pass over each (the same counts as `textbook_counts`)"
+    a, b = _memory_order(*_bool_pair(pred, truth))
+    return _kernel_counts(a, b) if numba_available() else _block_counts(a, b)

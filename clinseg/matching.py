@@ -10,6 +10,7 @@ from typing import NamedTuple
 import math
 import numpy as np
 from .runs import *
+from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['TP', 'FP', 'IGNORED_CROWD', 'IGNORED_REGION', 'IGNORED_AREA', 'CAPPED', 'OUTCOMES', 'greedy_loop', 'safe_ratio',
@@ -341,7 +342,7 @@ class _Line(NamedTuple):
 
 # %% ../nbs/07_matching.ipynb #9c5f15be
 def _truth_line(per, offset, classes, min_region):
-    "All images' true objects as one `_Line`, and the images whose true objects overlap"
+    "All images' true objects as one `_Line`, and whether any two of them overlap"
     objects = [t.objects for t in per]
     count = np.array([len(o) for o in objects], np.int64)
     img, first = np.repeat(np.arange(len(per)), count), np.cumsum(count) - count
@@ -353,15 +354,30 @@ def _truth_line(per, offset, classes, min_region):
     use = np.isin(cls, classes)[obj]
     by = np.flatnonzero(use)[np.argsort(ts[use], kind="stable")]
     ts, tl, obj = ts[by], tl[by], obj[by]
-    clash = np.flatnonzero(ts[1:] < (ts + tl)[:-1])                     # true objects that overlap: that image goes the slow way
-    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), set(img[obj[clash]].tolist())
+    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), bool((ts[1:] < (ts + tl)[:-1]).any())
+
+# %% ../nbs/07_matching.ipynb #b17c761b
+def _ranges(lo, hi):
+    "Every position lo[k] .. hi[k] - 1 of every k, as (k, position) pairs"
+    n = np.maximum(hi - lo, 0)
+    k = np.repeat(np.arange(n.size), n)
+    return k, np.arange(k.size) - np.repeat(np.cumsum(n) - n, n) + lo[k]
+
+def _meeting_runs(s, l, t, m):
+    "Every pair of overlapping runs of two sets that may each overlap themselves: (index into the first, into the second, pixels shared)"
+    a, b = np.argsort(s, kind="stable"), np.argsort(t, kind="stable")
+    sa, tb = s[a], t[b]
+    i1, at = _ranges(np.searchsorted(tb, s, "left"), np.searchsorted(tb, s + l, "left"))    # second runs starting in [s, s + l)
+    j2, at2 = _ranges(np.searchsorted(sa, t, "right"), np.searchsorted(sa, t + m, "left"))  # first runs starting in (t, t + m)
+    i, j = np.concatenate([i1, a[at2]]), np.concatenate([b[at], j2])
+    return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
 
 # %% ../nbs/07_matching.ipynb #17ff1d8c
-def _pair_overlaps(pr, rows, ps, line, n_img):
-    "(prediction, object, shared pixels) for every pair of one image and one class that meet; predictions as positions in `rows`"
+def _pair_overlaps(pr, rows, ps, line, n_img, overlapping=False):
+    "(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then object; predictions as positions in `rows`"
     n, pimg = rows.size, pr.image[rows]
     pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
-    i, j, ov = runs_overlap(ps, pr.objects.lengths, line.starts, line.lengths)
+    i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
     p, g = pos[pr.objects.owner[i]], line.obj[j]
     mine = p >= 0                                                       # evaluated predictions only
     p, g, ov = p[mine], g[mine], ov[mine]
@@ -400,13 +416,45 @@ def _greedy_pairs(ok,      # (T, pairs) the pair's IoU passes the threshold
     absorbed[t2[win], p[k2[win]]] = True
     return hit, absorbed, amb.reshape(T, n).any(0)
 
+# %% ../nbs/07_matching.ipynb #393dbf9b
+def _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj):
+    "`_greedy_pairs` when predictions have a choice: one step per rank inside an image, that rank's prediction of every image at once"
+    T, n = ok.shape[0], step.size
+    hit, absorbed, free = np.full((T, n), -1, np.int64), np.zeros((T, n), bool), np.ones((T, n_obj), bool)
+    by = np.lexsort((g, iou, p, step[p]))                  # by step, then prediction; a prediction's best (IoU, object) last
+    bounds = np.searchsorted(step[p[by]], np.arange(int(step.max(initial=0)) + 2))
+    for s in range(bounds.size - 1):
+        k = by[bounds[s]:bounds[s + 1]]
+        if not k.size: continue
+        seg = np.flatnonzero(np.concatenate([[True], p[k][1:] != p[k][:-1]]))   # where each prediction's pairs begin
+        of, at = np.repeat(np.arange(seg.size), np.diff(np.append(seg, k.size))), np.arange(k.size)
+        pass_free = ok[:, k] & free[:, g[k]]
+        w1 = np.maximum.reduceat(np.where(pass_free & counted[k], at, -1), seg, axis=1)       # its last free counted candidate
+        t1, s1 = np.nonzero(w1 >= 0)
+        won = k[w1[t1, s1]]
+        hit[t1, p[won]], free[t1, g[won]] = won, False
+        cand = (pass_free | (ok[:, k] & crowd[k])) & ~counted[k] & (w1 < 0)[:, of]        # ignored objects, for those without
+        w2 = np.maximum.reduceat(np.where(cand, at, -1), seg, axis=1)
+        t2, s2 = np.nonzero(w2 >= 0)
+        won = k[w2[t2, s2]]
+        absorbed[t2, p[won]], free[t2, g[won]] = True, crowd[won]         # a crowd region stays free
+    return hit, absorbed
+
+# %% ../nbs/07_matching.ipynb #616585ff
+def _greedy_batch(ok, iou, counted, crowd, p, g, step, n_obj):
+    "The pair each prediction took (-1: none) and whether an ignored object absorbed it: one sort when no prediction has a choice, else a step per rank"
+    hit, absorbed, amb = _greedy_pairs(ok, counted, crowd, p, g, step.size, n_obj)
+    return (hit, absorbed) if not amb.any() else _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj)
+
 # %% ../nbs/07_matching.ipynb #9a6d3cfb
 def _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_iou):
     "Every evaluated prediction's overlap with its image's ignore region, grown by the small true objects of its class"
     n_ign = np.array([len(t.ignore[0]) for t in per], np.int64)
-    i, j, ov = runs_overlap(ps, pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
-    shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
+    shared = np.zeros(rows.size)
+    if n_ign.any():
+        i, j, ov = runs_overlap(ps, pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
+        shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
     if line.small.any():                                                # add the small objects of each prediction's class
         sp = line.small[g]
@@ -419,16 +467,12 @@ def _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_io
 # %% ../nbs/07_matching.ipynb #330a33ec
 def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
     "Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all images at once"
-    n = rows.size
+    n, fast = rows.size, numba_available()
     size = np.array([math.prod(t.shape) for t in per], np.int64)
     offset = np.cumsum(size) - size                                     # each image gets its own stretch of one long line
-    line, slow = _truth_line(per, offset, classes, min_region)
-    if not strict and (np.asarray(thresholds) <= 0).any(): slow = set(range(len(per)))   # IoU 0 would pass: dense matrices needed
-    if slow:
-        keep = ~np.isin(line.img[line.obj], list(slow))
-        line = line._replace(starts=line.starts[keep], lengths=line.lengths[keep], obj=line.obj[keep])
+    line, overlapping = _truth_line(per, offset, classes, min_region)
     ps = pr.objects.starts + offset[pr.image[pr.objects.owner]]                         # the predictions' runs on the same line
-    p, g, inter, p_first = _pair_overlaps(pr, rows, ps, line, len(per))
+    p, g, inter, p_first = (_pair_overlaps_compiled if fast else _pair_overlaps)(pr, rows, ps, line, len(per), overlapping)
     parea, crowd = pr.area[rows], line.crowd[g]
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
     counted = ~line.crowd & ~line.small
@@ -437,8 +481,9 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
         counted &= (g_range >= area_range[0]) & (g_range <= area_range[1])
     c = counted[g]
     ok = _passes(iou, thresholds, strict) & ~line.small[g]             # (T, pairs); small objects match nothing
-    hit, absorbed, amb = _greedy_pairs(ok, c, crowd, p, g, n, line.img.size)
-    slow |= set(pr.image[rows][amb].tolist())
+    step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
+    hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
+                     _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
     region = _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_iou)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
@@ -449,10 +494,10 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     best = np.zeros(n)
     np.maximum.at(best, p[c], iou[c])
     best_iou = np.where(hit >= 0, iou[np.maximum(hit, 0)] if iou.size else 0., best[None])
-    p_count = np.diff(np.append(p_first, n))
-    for s in sorted(slow):                                              # images the shortcut cannot settle: the loop, per image
-        at = slice(p_first[s], p_first[s] + p_count[s])
-        if p_count[s]:
+    if not strict and (np.asarray(thresholds) <= 0).any():              # IoU 0 would pass: dense matrices, image by image
+        p_count = np.diff(np.append(p_first, n))
+        for s in np.flatnonzero(p_count):
+            at = slice(p_first[s], p_first[s] + p_count[s])
             outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], classes, thresholds,
                                                                                        strict, ignore_iou, area_range, min_region)
     return outcome, taken, best_iou, region
@@ -476,3 +521,85 @@ def match_images(truths,      # each image's truth (the fields of `ImageTruth`, 
     outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truths, pr, rows, classes, thresholds, strict,
                                                                                    ignore_iou, area_range, min_region)
     return outcome, taken, iou, region
+
+# %% ../nbs/07_matching.ipynb #fc854ce6
+@kernel
+def _pair_kernel(s, l, owner, pos, t, m, obj, n_obj, cap):
+    "Pixels shared by each evaluated prediction (its runs `s, l` together and sorted, `pos[owner]` its position, -1: skip) and each object it meets (runs `t, m` sorted by start, may overlap; `obj` their object): (position, object, pixels), each pair once"
+    K = t.size
+    reach = np.empty(K, np.int64)                           # the furthest end of the object runs up to each one
+    far = 0
+    for j in range(K):
+        far = max(far, t[j] + m[j]); reach[j] = far
+    acc, touched = np.zeros(n_obj, np.int64), np.empty(n_obj, np.int64)
+    P, G, I = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)   # pages never written cost no memory
+    n_out, i = 0, 0
+    while i < s.size:
+        o, r1 = owner[i], i
+        while r1 < s.size and owner[r1] == o: r1 += 1
+        n_t, lo = 0, 0
+        for r in range(i, r1 if pos[o] >= 0 else i):            # (no runs for a prediction not evaluated)
+            a, e = s[r], s[r] + l[r]
+            x, b = lo, 1                                    # galloping from the previous run's place to the first object run at or after a
+            while x + b <= K and t[x + b - 1] < a: x += b; b *= 2
+            y = min(x + b, K)
+            while x < y:
+                h = (x + y) >> 1
+                if t[h] < a: x = h + 1
+                else: y = h
+            lo = x
+            j = lo
+            while j < K and t[j] < e:                       # object runs that start inside this run
+                if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
+                acc[obj[j]] += min(e, t[j] + m[j]) - t[j]; j += 1
+            j = lo - 1
+            while j >= 0 and reach[j] > a:                  # object runs started before it that reach into it
+                if t[j] + m[j] > a:
+                    if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
+                    acc[obj[j]] += min(e, t[j] + m[j]) - a
+                j -= 1
+        for k in range(n_t):
+            P[n_out], G[n_out], I[n_out] = pos[o], touched[k], acc[touched[k]]; acc[touched[k]] = 0; n_out += 1
+        i = r1
+    return P[:n_out].copy(), G[:n_out].copy(), I[:n_out].copy()
+
+# %% ../nbs/07_matching.ipynb #8a5006a3
+def _pair_overlaps_compiled(pr, rows, ps, line, n_img, overlapping=False):
+    "`_pair_overlaps` with `_pair_kernel`: the same pairs in the same order"
+    n, (s, l, o) = rows.size, (ps, pr.objects.lengths, pr.objects.owner)
+    if o.size > 1 and (o[1:] < o[:-1]).any():                          # each prediction's runs together, as `read_predictions` gives them
+        by = pr._grouped[0]; s, l, o = s[by], l[by], o[by]
+    pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
+    cells = int(np.bincount(pr.image[rows], minlength=n_img) @ line.count)  # (prediction, object) pairs of the same image: the most there can be
+    if cells > 1 << 24: return _pair_overlaps(pr, rows, ps, line, n_img, overlapping)   # beyond 16 million possible pairs: no room set aside
+    p, g, inter = _pair_kernel(s, l, o, pos, line.starts, line.lengths, line.obj, line.img.size, cells)
+    same = pr.cls[rows][p] == line.cls[g]
+    p, g, inter = p[same], g[same], inter[same]
+    by = np.lexsort((g, p))
+    return p[by], g[by], inter[by], np.searchsorted(pr.image[rows], np.arange(n_img))
+
+# %% ../nbs/07_matching.ipynb #32a36e5b
+@kernel
+def _greedy_kernel(ok, iou, counted, crowd, p, g, n, n_obj):
+    "`_greedy_batch` as COCOeval's loop over the pairs (sorted by prediction in rank order, then object): each prediction's best free counted object, else its best ignored one"
+    T, K = ok.shape
+    hit, absorbed = np.full((T, n), -1, np.int64), np.zeros((T, n), np.bool_)
+    for ti in range(T):
+        used = np.zeros(n_obj, np.bool_)
+        k0 = 0
+        while k0 < K:
+            k1 = k0
+            while k1 < K and p[k1] == p[k0]: k1 += 1
+            for stage in range(2):                              # 0: counted objects; 1: ignored ones (crowd regions stay free)
+                m, best = -1, 0.0
+                for k in range(k0, k1):
+                    if not ok[ti, k] or counted[k] != (stage == 0) or (used[g[k]] and not crowd[k]): continue
+                    if m >= 0 and iou[k] < best: continue       # equal IoU: the later object
+                    m, best = k, iou[k]
+                if m >= 0:
+                    if stage == 0: hit[ti, p[m]] = m
+                    else: absorbed[ti, p[m]] = True
+                    used[g[m]] = True
+                    break
+            k0 = k1
+    return hit, absorbed

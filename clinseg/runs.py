@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 import numpy as np
+from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
@@ -52,6 +53,7 @@ def textbook_runs(mask,      # boolean or 0/1 array, any number of dimensions
 # %% ../nbs/01_runs.ipynb #cf11b6ba
 def as_shape(shape) -> tuple:
     "`shape` as a tuple of whole numbers >= 0 (an int is a 1-D shape); `ValueError` for anything else"
+    if type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape): return shape   # already one: at once
     dims = tuple(shape) if np.ndim(shape) else (shape,)
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0 for d in dims):
         raise ValueError(f"shape must be whole numbers >= 0, not {shape!r}")
@@ -320,6 +322,13 @@ def _select(self, keep) -> Objects:
 
 Objects.select = _select
 
+# %% ../nbs/01_runs.ipynb #8dd35e58
+def _check_sorted_disjoint(t, f):
+    "`ValueError` naming the first run of `t`..`f` that begins before the one before it ends"
+    if t.size > 1 and (t[1:] < f[:-1]).any():
+        k = int(np.argmax(t[1:] < f[:-1]))
+        raise ValueError(f"other run {k + 1} (start {t[k + 1]}) begins before other run {k} ends ({f[k]}): the second runs must be sorted and not overlap")
+
 # %% ../nbs/01_runs.ipynb #cecf164a
 def runs_overlap(starts,        # 0-based starts of the first runs (any order; may overlap each other)
                  lengths,       # their lengths
@@ -330,9 +339,7 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
     s, l = as_runs(starts, lengths)
     t, m = as_runs(other_starts, other_lengths)
     e, f = s + l, t + m
-    if t.size > 1 and (t[1:] < f[:-1]).any():
-        k = int(np.argmax(t[1:] < f[:-1]))
-        raise ValueError(f"other run {k + 1} (start {t[k + 1]}) begins before other run {k} ends ({f[k]}): the second runs must be sorted and not overlap")
+    _check_sorted_disjoint(t, f)
     lo = np.searchsorted(f, s, side="right")   # first other run ending after s
     n = _count_starting_before(t, lo, e)       # other runs from there on that start before e
     i = np.repeat(np.arange(s.size), n)
@@ -348,6 +355,13 @@ def concat_runs(runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
     return cat(starts), cat(lengths), ids
 
+# %% ../nbs/01_runs.ipynb #47dc96f6
+def _check_masks_disjoint(t, m, b):
+    "`ValueError` naming the first two masks whose runs (sorted by start `t`, lengths `m`, masks `b`) overlap"
+    if t.size > 1 and (t[1:] < (t + m)[:-1]).any():
+        k = int(np.flatnonzero(t[1:] < (t + m)[:-1])[0])
+        raise ValueError(f"masks {b[k]} and {b[k + 1]} of other_runs overlap: the second list must not overlap itself")
+
 # %% ../nbs/01_runs.ipynb #6e21db55
 def runs_intersections(runs,        # list of masks, each as 0-based (starts, lengths), or an `Objects`
                        other_runs,  # list of masks as (starts, lengths), or an `Objects`, not overlapping each other
@@ -357,9 +371,7 @@ def runs_intersections(runs,        # list of masks, each as 0-based (starts, le
     t, m, b = concat_runs(other_runs)
     order = np.argsort(t, kind="stable")
     t, m, b = t[order], m[order], b[order]
-    if t.size > 1 and (t[1:] < (t + m)[:-1]).any():
-        k = int(np.flatnonzero(t[1:] < (t + m)[:-1])[0])
-        raise ValueError(f"masks {b[k]} and {b[k + 1]} of other_runs overlap: the second list must not overlap itself")
+    _check_masks_disjoint(t, m, b)
     i, j, ov = runs_overlap(s, l, t, m)
     shared = np.bincount(a[i] * len(other_runs) + b[j], ov, minlength=len(runs) * len(other_runs))
     return shared.astype(np.int64).reshape(len(runs), len(other_runs))
@@ -451,6 +463,101 @@ def _flat_nonzero_coords(x):
     for i, ax in enumerate(mem): coords[ax] = found[i]
     return coords
 
+# %% ../nbs/01_runs.ipynb #5c4a7d75
+@kernel
+def _flat_bounds(a, cap):
+    "Run boundaries (start, end, ...) of a contiguous 1-D array of 0/1 bytes, read 8 bytes at a time, and their number (only counted past `cap`)"
+    nw = a.size // 8
+    w = a[:8 * nw].view(np.uint64)
+    out = np.empty(cap + 8, np.int64)
+    k, full = 0, False
+    prev = np.uint64(0)                                    # the byte before the word, in the lowest 8 bits
+    for i in range(nw):
+        x = w[i]
+        d = x ^ ((x << np.uint64(8)) | prev)               # each byte: 1 where it differs from the byte before
+        prev = x >> np.uint64(56)
+        if d:
+            if k <= cap:                                   # room for 8: write every byte's position, keep the changed ones
+                for b in range(8):
+                    out[k] = 8 * i + b
+                    k += np.int64((d >> np.uint64(8 * b)) & np.uint64(1))
+            else:                                          # no room: count the changed bytes (the sum of the 8 bytes)
+                d += d >> np.uint64(32); d += d >> np.uint64(16); d += d >> np.uint64(8)
+                k += np.int64(d & np.uint64(0xFF)); full = True
+    last = np.uint8(prev)
+    for p in range(8 * nw, a.size + 1):                    # the last bytes, then a 0 after the end
+        v = a[p] if p < a.size else np.uint8(0)
+        if v != last:
+            if k < cap + 8: out[k] = p
+            else: full = True
+            k += 1
+            last = v
+    return (out[:0] if full else out[:k]), k
+
+# %% ../nbs/01_runs.ipynb #64c12d49
+@kernel
+def _line_bounds(x, rank, inv, words, cap):
+    """Run boundaries of a C-contiguous (n, L) array of 0/1 bytes read down its columns, column l being line rank[l] of
+    the order wanted (inv: its inverse), pixel (r, l) number rank[l] * n + r; `words`: L % 8 == 0, aligned. Returns
+    the boundaries and the number of changes inside columns (the boundaries are empty when it exceeds `cap`)"""
+    n, L = x.shape
+    rows, cols = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    k = 0
+    w = x.reshape(-1).view(np.uint64) if words else np.zeros(0, np.uint64)
+    L8 = L // 8
+    for r in range(1, n):                                  # each row against the one before: changes down the columns
+        if words:
+            for i in range(L8):
+                d = w[r * L8 + i] ^ w[(r - 1) * L8 + i]
+                while d:                                   # each changed byte, lowest first
+                    low = d & (~d + np.uint64(1))          # its lowest bit, 1 << 8b
+                    if k < cap: rows[k], cols[k] = r, 8 * i + np.int64((low * np.uint64(0x0001020304050607)) >> np.uint64(56))
+                    k += 1; d ^= low                       # b, read off the product's top byte
+        else:
+            for l in range(L):
+                if x[r, l] != x[r - 1, l]:
+                    if k < cap: rows[k], cols[k] = r, l
+                    k += 1
+    if k > cap: return np.zeros(0, np.int64), k
+    pos = np.zeros(L, np.int64)
+    for j in range(k): pos[cols[j]] += 1                   # changes per column...
+    total = 0
+    for q in range(L):                                     # ... to each column's place, in the order wanted
+        l = inv[q]
+        before = x[n - 1, inv[q - 1]] if q > 0 else np.uint8(0)
+        c = pos[l]; pos[l] = total
+        total += c + (x[0, l] != before)
+    end = x[n - 1, inv[L - 1]] != 0                        # the last run ends at the end
+    out = np.empty(total + end, np.int64)
+    for q in range(L):                                     # row 0: a boundary where a line starts unlike the last one ended
+        l = inv[q]
+        before = x[n - 1, inv[q - 1]] if q > 0 else np.uint8(0)
+        if x[0, l] != before: out[pos[l]] = q * n; pos[l] += 1
+    for j in range(k):
+        l = cols[j]; out[pos[l]] = rank[l] * n + rows[j]; pos[l] += 1
+    if end: out[total] = L * n
+    return out, k
+
+# %% ../nbs/01_runs.ipynb #44227044
+def _compiled_bounds(b):
+    "Run boundaries of `b` (its axes in the requested order) with the compiled loops; None for a layout they do not read"
+    aligned = b.__array_interface__["data"][0] % 8 == 0   # 64-bit words are read only at 8-byte boundaries
+    cap = max(4096, b.size // 16)                         # room for this many boundaries: more, and the loop runs again
+    if b.flags.c_contiguous:
+        flat = b.reshape(-1).view(np.uint8) if aligned else b.reshape(-1).view(np.uint8).copy()
+        bounds, k = _flat_bounds(flat, cap)
+        return bounds if k <= cap else _flat_bounds(flat, k)[0]
+    mem = np.array([1, 0]) if b.ndim == 2 else np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
+    x = b.transpose(mem)
+    if mem[0] != b.ndim - 1 or not x.flags.c_contiguous: return None
+    n, L = x.shape[0], x.size // x.shape[0]
+    rank = np.arange(L) if b.ndim == 2 else np.arange(L).reshape(b.shape[:-1]).transpose(mem[1:]).reshape(-1)
+    inv = rank if b.ndim == 2 else np.empty(L, np.int64)
+    if b.ndim > 2: inv[rank] = np.arange(L)
+    x = x.reshape(n, L).view(np.uint8)
+    bounds, k = _line_bounds(x, rank, inv, L % 8 == 0 and aligned, cap)
+    return bounds if k <= cap else _line_bounds(x, rank, inv, L % 8 == 0 and aligned, k)[0]
+
 # %% ../nbs/01_runs.ipynb #3addd7fb
 def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
                  order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
@@ -463,6 +570,8 @@ def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, an
     n = b.shape[-1]
     lines = b.shape[:-1]
     if b.size == 0: return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bounds = _compiled_bounds(b) if numba_available() else None   # None: the numpy passes below
+    if bounds is not None: return bounds[0::2], bounds[1::2] - bounds[0::2]
     if b.flags.c_contiguous:  # the requested order is the memory order: one flat pass
         flat = b.reshape(-1)
         head, tail = [0] if flat[0] else [], [flat.size] if flat[-1] else []
@@ -493,3 +602,94 @@ def _count_starting_before(t, lo, e, steps=4):
         if not at.size: return n
     n[at] = np.searchsorted(t[:-1], e[at], side="left") - lo[at]   # runs that cross many: a binary search
     return n
+
+# %% ../nbs/01_runs.ipynb #1851b4d8
+@kernel
+def _fill_runs(flat, starts, lengths):
+    "Set the pixels of each run of `flat` (a boolean vector); False, at once, for runs `check_runs_fit` refuses"
+    end = 0
+    for k in range(starts.size):
+        s, l = starts[k], lengths[k]
+        if s < end or l <= 0 or s + l > flat.size: return False   # before the previous end (or below 0), empty, or outside
+        if l > 16: flat[s:s + l] = True                   # a long run: one fill
+        else:
+            for p in range(s, s + l): flat[p] = True       # a short one: a few stores
+        end = s + l
+    return True
+
+# %% ../nbs/01_runs.ipynb #b7d4c696
+@kernel
+def _walk_overlaps(s, e, t, f, lo):
+    "Every (run of s..e, run of t..f, pixels shared), from lo[k], the first run of t..f (sorted, disjoint) ending after s[k]"
+    n = 0
+    for k in range(s.size):                                # count the pairs, then write them
+        j = lo[k]
+        while j < t.size and t[j] < e[k]: j += 1
+        n += j - lo[k]
+    i_out, j_out, ov = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    n = 0
+    for k in range(s.size):
+        j = lo[k]
+        while j < t.size and t[j] < e[k]:
+            i_out[n], j_out[n], ov[n] = k, j, min(e[k], f[j]) - max(s[k], t[j])
+            n += 1; j += 1
+    return i_out, j_out, ov
+
+# %% ../nbs/01_runs.ipynb #36ab3971
+_numpy_runs_to_mask = runs_to_mask
+
+def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted, not overlapping)
+                 lengths,   # run lengths
+                 shape,     # shape of the mask
+                 order="C", # pixel order, as in `mask_to_runs`
+                ) -> np.ndarray: # boolean mask of `shape`
+    "Boolean mask of `shape` from 0-based runs in `order` (the compiled loop when numba is available)"
+    if not numba_available(): return _numpy_runs_to_mask(starts, lengths, shape, order)
+    shape = as_shape(shape)
+    axes = pixel_axes(order, len(shape))
+    starts, lengths = as_runs(starts, lengths)
+    flat = np.zeros(math.prod(shape), bool)
+    if not _fill_runs(flat, starts, lengths): check_runs_fit(starts, lengths, flat.size)   # names the fault
+    return flat.reshape([shape[a] for a in axes]).transpose(sorted(range(len(axes)), key=axes.__getitem__))   # np.argsort(axes)
+
+# %% ../nbs/01_runs.ipynb #75286cfb
+_numpy_runs_overlap = runs_overlap
+
+def runs_overlap(starts,        # 0-based starts of the first runs (any order; may overlap each other)
+                 lengths,       # their lengths
+                 other_starts,  # starts of the second runs: sorted and not overlapping
+                 other_lengths, # their lengths
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index into the first runs, into the second, overlap length
+    "Every pair of overlapping runs between two sets, with the number of pixels they share (the compiled walk when numba is available)"
+    if not numba_available(): return _numpy_runs_overlap(starts, lengths, other_starts, other_lengths)
+    s, l = as_runs(starts, lengths)
+    t, m = as_runs(other_starts, other_lengths)
+    e, f = s + l, t + m
+    _check_sorted_disjoint(t, f)
+    return _walk_overlaps(s, e, t, f, np.searchsorted(f, s, side="right"))
+
+# %% ../nbs/01_runs.ipynb #7a351805
+@kernel
+def _add_shared(s, e, a, t, f, b, lo, shared):
+    "Add to shared[a[k], b[j]] the pixels run k of s..e shares with each run j of t..f (sorted, disjoint) from lo[k] on"
+    for k in range(s.size):
+        j = lo[k]
+        while j < t.size and t[j] < e[k]:
+            shared[a[k], b[j]] += min(e[k], f[j]) - max(s[k], t[j]); j += 1
+
+# %% ../nbs/01_runs.ipynb #7d26294a
+_numpy_runs_intersections = runs_intersections
+
+def runs_intersections(runs,        # list of masks, each as 0-based (starts, lengths), or an `Objects`
+                       other_runs,  # list of masks as (starts, lengths), or an `Objects`, not overlapping each other
+                      ) -> np.ndarray: # (len(runs), len(other_runs)) pixel counts shared
+    "Pixels shared by every pair of masks of two lists given as runs (the compiled walk, adding into the table, when numba is available)"
+    if not numba_available(): return _numpy_runs_intersections(runs, other_runs)
+    s, l, a = concat_runs(runs)
+    t, m, b = concat_runs(other_runs)
+    order = np.argsort(t, kind="stable")
+    t, m, b = t[order], m[order], b[order]
+    _check_masks_disjoint(t, m, b)
+    shared = np.zeros((len(runs), len(other_runs)), np.int64)
+    _add_shared(s, s + l, a, t, t + m, b, np.searchsorted(t + m, s, side="right"), shared)
+    return shared
