@@ -7,7 +7,10 @@ Writes a 200-slice 512×512 series with `clinseg.phantom.ct_phantom` in a tempor
 The plain loop neither sorts, checks geometry nor converts to HU; "plain + HU" adds the float32 conversion.
 Goal: clinseg / plain ≤ 1.05 and peak memory < 2.5× the float32 volume.
 
-Run: python bench/bench_ct.py [--slices 200] [--size 512] [--rounds 5]
+Both readers' volumes are checked equal (clinseg's HU against the plain loop + HU) before anything is timed.
+
+Run: python bench/bench_ct.py [--slices 200] [--size 512] [--rounds 7]
+     python bench/bench_ct.py --quick     # 8 slices of 128x128, 2 rounds: seconds (CI)
 """
 import argparse, json, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -63,6 +66,21 @@ def time_readers(folder, rounds):
     return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
 
 
+def check_agree(folder):
+    "The readers give the same slices: clinseg's HU equals the plain loop + HU sorted by slice position (the phantom shuffles the file names)"
+    import numpy as np, pydicom
+    from clinseg.ct import read_dicom_series
+    slices = []
+    for f in sorted(folder.iterdir()):
+        d = pydicom.dcmread(f)
+        slices.append((float(d.ImagePositionPatient[2]), d.pixel_array.astype(np.float32) * float(d.RescaleSlope) + float(d.RescaleIntercept)))
+    plain = np.stack([a for _, a in sorted(slices, key=lambda x: x[0])])
+    ours = read_dicom_series(folder).hu
+    same = ours.shape == plain.shape and (np.array_equal(ours, plain) or np.array_equal(ours, plain[::-1]))
+    assert same, "clinseg's HU volume differs from the plain loop's (sorted by ImagePositionPatient)"
+    print(f"pydicom {pydicom.__version__}, numpy {np.__version__}: volumes agree ({'x'.join(map(str, ours.shape))}, {ours.dtype})")
+
+
 def memory_of(folder, code):
     "Peak traced memory and maxrss growth (bytes) of one reader in a fresh process"
     res = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(folder)], input=code, capture_output=True, text=True, check=True)
@@ -74,7 +92,9 @@ def main():
     ap.add_argument("--slices", type=int, default=200)
     ap.add_argument("--size", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="8 slices of 128x128 and 2 rounds: seconds")
     args = ap.parse_args()
+    if args.quick: args.slices, args.size, args.rounds = 8, 128, 2
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from clinseg.phantom import ct_phantom
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +102,7 @@ def main():
         ph = ct_phantom(tmp, shape=(args.slices, args.size, args.size), label_dir=False)
         print(f"wrote {args.slices} slices of {args.size}×{args.size} in {time.perf_counter() - t:.1f} s")
         folder = ph.dicom_dir
+        check_agree(folder)
         volume = args.slices * args.size * args.size * 4
         secs = time_readers(folder, args.rounds)
         mem = {name: memory_of(folder, code) for name, code in READERS.items()}

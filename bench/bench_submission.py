@@ -1,6 +1,7 @@
 """Speed and memory of the submission reader, validator and scorer (issue 7).
 
     python bench/bench_submission.py [--mb 200] [--jobs 4]
+    python bench/bench_submission.py --quick     # a 2 MB file: seconds (CI)
 
 1. writes a DSB-style submission of about `--mb` megabytes (synthetic nuclei on 256x256 images, 64-hex ids,
    many rows per image) and its solution in a temporary folder;
@@ -60,10 +61,13 @@ def make_files(folder, mb, seed=0):
 
 
 def naive_validate(path):
-    "The obvious reader: csv rows, one parse_runs per row"
+    "The obvious reader: csv rows, one parse_runs per row; returns the rows and the pixels they hold"
+    rows = pixels = 0
     with open(path, encoding="utf-8-sig", newline="") as f:
         r = csv.reader(f); next(r)
-        for row in r: parse_runs(row[1], "dsb2018", (256, 256))
+        for row in r:
+            s, l = parse_runs(row[1], "dsb2018", (256, 256)); rows += 1; pixels += int(l.sum())
+    return rows, pixels
 
 
 def timed(fn, *a, **k):
@@ -79,7 +83,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=200, help="submission size in MB (default 200)")
     ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="processes for the parallel score")
+    ap.add_argument("--quick", action="store_true", help="a 2 MB file and 2 processes: seconds")
     args = ap.parse_args()
+    if args.quick: args.mb, args.jobs = 2, 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_submission_") as tmp:
         tmp = Path(tmp)
@@ -92,10 +98,12 @@ def main():
         rows.append(("validate (with solution)", f"{size:.0f} MB", f"{t_val:.2f} s", f"{size / t_val:.0f} MB/s"))
         report, t = timed(validate, sub, "dsb2018")
         rows.append(("validate (no solution)", f"{size:.0f} MB", f"{t:.2f} s", f"{size / t:.0f} MB/s"))
-        _, t_naive = timed(naive_validate, sub)
+        (n_rows, n_pixels), t_naive = timed(naive_validate, sub)
+        assert n_rows == report.rows, (n_rows, report.rows)   # the obvious reader and the validator see the same rows
         rows.append(("csv + parse_runs per row (the obvious way)", f"{size:.0f} MB", f"{t_naive:.2f} s",
                      f"{size / t_naive:.0f} MB/s ({t_naive / t_val:.1f}x slower)"))
         res, t = timed(score, solution, sub, "dsb2018")
+        assert sum(r["predicted_objects"] for r in res.table) == n_rows
         rows.append(("score, 1 process", f"{n} images", f"{t:.2f} s", f"score {res.score:.4f}"))
         if args.jobs > 1:
             res2, t = timed(score, solution, sub, "dsb2018", jobs=args.jobs)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from .rle import CONVENTIONS, RLEError, decode, encode
 from .imageio import read_image, read_nifti
+from .scoring import dask_client
 from .submissions import COMPETITIONS, SubmissionError, get_competition, score, validate
 from .demo import DEMO_COMPETITIONS, run_demo
 
@@ -113,7 +114,7 @@ def _refuse_existing(path, args):
 # %% ../nbs/17_cli.ipynb #288dab66
 @subcommand("validate", "list every problem of a submission file; exit 1 when there is an error",
             _COMPETITION, arg("submission", help="the submission CSV"),
-            arg("--solution", "-s", help="the solution (CSV, or WAD's folder of label images): adds image sizes, unknown and missing ids"),
+            arg("--solution", "-s", help="the solution (CSV; WAD: the folder of label images or its run-length file): adds image sizes, unknown and missing ids"),
             arg("--sample", help="without a solution: the sample submission, whose ids are the valid ones"),
             arg("--limit", type=_count, default=100, help="problems listed (the rest are counted; default 100)"))
 def _validate(args):
@@ -128,16 +129,25 @@ def _validate(args):
 
 # %% ../nbs/17_cli.ipynb #5d38b0da
 @subcommand("score", "score a submission against a solution like the leaderboard",
-            _COMPETITION, arg("solution", help="the solution (CSV, or WAD's folder of label images)"), arg("submission", help="the submission CSV"),
+            _COMPETITION, arg("solution", help="the solution (CSV; WAD: the folder of label images or its run-length file)"),
+            arg("submission", help="the submission CSV"),
             arg("--per-image", metavar="FILE", help="write the per-image (per-pair, per-class) table as CSV"),
             arg("--json", action="store_true", help="print one JSON object (key `score`, plus public/private and counts)"),
-            arg("--jobs", "-j", type=int, default=1, help="score images in N processes"),
+            arg("--jobs", "-j", type=int, default=1, help="score images in N local processes"),
+            arg("--workers", type=int, metavar="N", help="score on a new local dask cluster of N worker processes (needs dask.distributed)"),
+            arg("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 (needs dask.distributed)"),
             arg("--force", action="store_true", help="replace the --per-image file if it exists"),
             arg("--limit", type=_count, default=100, help="problems listed when the submission is invalid"))
 def _score(args):
     _refuse_existing(args.per_image, args)
     if args.jobs < 1: raise CLIError(f"--jobs {args.jobs}: must be at least 1")
-    result = score(args.solution, args.submission, args.competition, jobs=args.jobs, limit=args.limit, progress=_progress(args))
+    if args.workers is not None and args.workers < 1: raise CLIError(f"--workers {args.workers}: must be at least 1")
+    ways = [f for f, on in (("--jobs", args.jobs > 1), ("--workers", args.workers is not None), ("--scheduler", args.scheduler is not None)) if on]
+    if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
+    run = lambda **kw: score(args.solution, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
+    if args.workers is not None or args.scheduler is not None:
+        with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)
+    else: result = run(jobs=args.jobs)
     if args.per_image: result.table.to_csv(args.per_image, overwrite=args.force)
     if args.json: print(json.dumps(result.to_dict()))
     else:

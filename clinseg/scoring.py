@@ -4,8 +4,9 @@
 
 # %% ../nbs/14_scoring.ipynb #ad16b2c2
 from __future__ import annotations
-import os, sys
+import inspect, os, sys
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -17,8 +18,8 @@ from .csvstream import CSVSource, Report, csv_chunks, source_name
 from .submission import KnownIds, SubmissionError, key_fields, key_of, read_groups, solution_truth
 
 # %% auto #0
-__all__ = ['new_file', 'Table', 'SubmissionScore', 'dice_items', 'instance_items', 'Progress', 'summarise', 'check_options',
-           'score_file', 'read_sample_ids', 'validate_file']
+__all__ = ['new_file', 'Table', 'SubmissionScore', 'dice_items', 'instance_items', 'as_executor', 'Progress', 'summarise',
+           'check_options', 'score_file', 'read_sample_ids', 'validate_file', 'dask_client']
 
 # %% ../nbs/14_scoring.ipynb #31b3cc9e
 class new_file:
@@ -158,6 +159,19 @@ def _run_items(comp, items, options, executor, batch=8, inflight=16):
         while len(pending) > inflight: yield from pending.popleft().result()
     while pending: yield from pending.popleft().result()
 
+# %% ../nbs/14_scoring.ipynb #a9ebf259
+def as_executor(executor):
+    "A `concurrent.futures.Executor` for `executor`: itself, or a dask.distributed `Client`'s executor (its tasks never cached)"
+    if executor is not None and type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "get_executor"):
+        return executor.get_executor(pure=False)   # pure=False: every batch is its own task, even two equal ones
+    return executor
+
+# %% ../nbs/14_scoring.ipynb #9622449a
+def _score_all(comp, sol, submission, report, progress, options, reader, executor):
+    "The competition's own scorer over the whole set, given the executor when it takes one"
+    extra = {"executor": executor} if executor is not None and "executor" in inspect.signature(comp.score_all).parameters else {}
+    return comp.score_all(comp, sol, submission, report, progress, options, reader, **extra)
+
 # %% ../nbs/14_scoring.ipynb #8652623f
 class Progress:
     "A tqdm bar over the bytes of a file, on stderr (a no-op when off, or when tqdm is not installed)"
@@ -215,7 +229,7 @@ def check_options(comp, options):
 def score_file(comp,              # `Competition`
                sol,               # its `Solution`
                submission,        # submission CSV: path or text stream
-               executor=None,     # a `concurrent.futures.Executor` to score items in parallel
+               executor=None,     # a `concurrent.futures.Executor` or a dask.distributed `Client` to score items in parallel
                jobs=None,         # or a number of local processes (ignored when `executor` is given)
                limit=100,         # problems listed in the `SubmissionError` of an invalid submission
                progress=False,    # a progress bar on stderr
@@ -226,15 +240,16 @@ def score_file(comp,              # `Competition`
     "Score a submission against a solution like the leaderboard; raises `SubmissionError` listing every problem"
     check_options(comp, options)
     report = Report(source_name(submission), limit)
-    if comp.score_all is not None: return comp.score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast))
-    own = None
+    executor, own = as_executor(executor), None
     if executor is None and jobs and jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
         executor = own = ProcessPoolExecutor(jobs)
-    bar = Progress(submission, progress)
-    try: rows = list(_run_items(comp, _items(sol, submission, comp, report, bar, others, fast), options, executor))
+    bar = Progress(submission, progress) if comp.score_all is None else None
+    try:
+        if comp.score_all is not None: return _score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast), executor)
+        rows = list(_run_items(comp, _items(sol, submission, comp, report, bar, others, fast), options, executor))
     finally:
-        bar.close()
+        if bar is not None: bar.close()
         if own is not None: own.shutdown()
     if not report.ok: raise SubmissionError(report)
     by_id = {key_of(comp, r): r for r in rows}
@@ -280,3 +295,22 @@ def validate_file(comp,           # `Competition`
     report.checked = ["header", "ids", "run-length strings", *comp.checks] + (["image sizes", "unknown and missing ids"] if sol else
                      ["unknown and missing ids (sample submission)"] + sizes if ids else sizes)
     return report
+
+# %% ../nbs/14_scoring.ipynb #a0497450
+@contextmanager
+def dask_client(scheduler=None,  # the address of a running scheduler, e.g. "tcp://10.0.0.5:8786"
+                workers=None,    # or: start a local cluster of this many worker processes (one thread each)
+                timeout=20,      # seconds to wait for the scheduler
+               ):
+    "A dask.distributed `Client` of a running cluster or of a new local one, closed (with the local cluster) on exit"
+    if (scheduler is None) == (workers is None): raise ValueError("give a scheduler address or a number of workers (one of them)")
+    try: from distributed import Client, LocalCluster
+    except ImportError: raise ImportError("scoring on a dask cluster needs dask.distributed: pip install 'dask[distributed]'") from None
+    if workers is not None:
+        if workers < 1: raise ValueError(f"workers: {workers}, need at least 1")
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+            yield client
+        return
+    try: client = Client(scheduler, timeout=timeout)
+    except (OSError, TimeoutError) as e: raise OSError(f"{scheduler}: no dask scheduler answered within {timeout} s ({type(e).__name__}: {str(e)[:120]})") from None
+    with client: yield client

@@ -4,22 +4,25 @@
 
 # %% ../../nbs/competitions/wad2018.ipynb #905f6eaa
 from __future__ import annotations
-import math
+import io, math, os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..runs import mask_to_runs, merge_touching_runs
-from ..rle import format_runs
+from ..rle import format_runs, parse_many
 from ..instances import label_to_runs
-from ..ap import WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label, synthetic_scene
+from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, ImageTruth, average_precision, read_wad_label,
+                        synthetic_scene, wad_truth)
 from ..imageio import DatasetError, dataset_root, read_image, split_samples, write_image
 from ..submission import Competition, Solution, SubmissionError, read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0
-__all__ = ['WAD_COLOURS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset', 'wad_dataset',
-           'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'score_wad', 'write_wad', 'write_wad_solution',
-           'plot_wad_score', 'wad_baseline', 'confidence_ranking', 'plot_ranking', 'ranking_explorer']
+__all__ = ['WAD_COLOURS', 'WAD_RUNS_COLUMNS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset',
+           'wad_dataset', 'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'wad_runs_rows',
+           'write_wad_runs', 'score_wad', 'write_wad', 'write_wad_solution', 'plot_wad_score', 'wad_baseline',
+           'confidence_ranking', 'plot_ranking', 'ranking_explorer']
 
 # %% ../../nbs/competitions/wad2018.ipynb #200890b6
 WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
@@ -138,19 +141,156 @@ def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
     return {"labels": labels, "confidences": confs}
 
 # %% ../../nbs/competitions/wad2018.ipynb #dbe8e591
-def read_wad_solution(source, comp) -> Solution:
-    "The ids of a WAD solution folder (every `*_instanceIds.png`), each of the fixed frame size"
-    folder = Path(source)
-    if not folder.is_dir(): raise FileNotFoundError(f"{folder}: a WAD solution is a folder of <ImageId>_instanceIds.png label images")
+def _label_ids(folder):
+    "The frame ids of a WAD label folder (every `*_instanceIds.png`), sorted"
+    folder = Path(folder)
+    if not folder.is_dir(): raise FileNotFoundError(f"{folder}: a WAD solution is a folder of <ImageId>_instanceIds.png label images "
+                                                    "(or the run-length solution file `write_wad_runs` makes of one)")
     ids = sorted(p.name[:-len("_instanceIds.png")] for p in folder.glob("*_instanceIds.png"))
     if not ids: raise FileNotFoundError(f"{folder}: no *_instanceIds.png label image in this folder")
-    return Solution(comp, folder, {i: WAD_FRAME for i in ids}, None)
+    return ids
+
+# %% ../../nbs/competitions/wad2018.ipynb #66a9ada9
+def read_wad_solution(source, comp) -> Solution:
+    "The ids of a WAD solution, each of the fixed frame size: a folder of `*_instanceIds.png`, or a run-length solution file"
+    p = Path(source)
+    ids = _runs_file_ids(p) if p.is_file() else _label_ids(p)
+    return Solution(comp, p, {i: WAD_FRAME for i in ids}, None)
 
 # %% ../../nbs/competitions/wad2018.ipynb #d7bea97a
-def wad_solution_truth(sol, only=None):
-    "(frame id, `ImageTruth`) of every frame of a WAD solution folder"
-    for i in sol.order:
-        if only is None or i in only: yield i, read_wad_label(Path(sol.source) / f"{i}_instanceIds.png")
+def _png_truth(data, what) -> ImageTruth:
+    "The `ImageTruth` of the bytes of a WAD label PNG (decoded where this runs: a worker needs no access to the folder)"
+    from PIL import Image
+    with Image.open(io.BytesIO(data)) as im:
+        if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
+            raise ValueError(f"{what}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
+        a = np.array(im)
+    return wad_truth(a, what=what)
+
+# %% ../../nbs/competitions/wad2018.ipynb #e68c48b9
+def _labels_on(executor, folder, ids, inflight=8):
+    "(id, `ImageTruth`) of label images decoded on `executor`, in order, at most `inflight` frames in flight"
+    pending = deque()
+    for i in ids:
+        p = folder / f"{i}_instanceIds.png"
+        pending.append((i, executor.submit(_png_truth, p.read_bytes(), str(p))))
+        while len(pending) > inflight: j, fut = pending.popleft(); yield j, fut.result()
+    while pending: j, fut = pending.popleft(); yield j, fut.result()
+
+# %% ../../nbs/competitions/wad2018.ipynb #fe574490
+def wad_solution_truth(sol,            # a WAD `Solution` (a label folder or a run-length solution file)
+                       only=None,      # the frame ids wanted (default: every frame)
+                       executor=None,  # a `concurrent.futures.Executor` to decode the label images on
+                      ):
+    "(frame id, `ImageTruth`) of every frame of a WAD solution, in the solution's order"
+    src = Path(sol.source)
+    if src.is_file():
+        for i, rows in _runs_file_frames(src):
+            if only is None or i in only: yield i, _runs_frame_truth(src, i, rows)
+        return
+    ids = [i for i in sol.order if only is None or i in only]
+    if executor is None: yield from ((i, read_wad_label(src / f"{i}_instanceIds.png")) for i in ids)
+    else: yield from _labels_on(executor, src, ids)
+
+# %% ../../nbs/competitions/wad2018.ipynb #80d11787
+WAD_RUNS_COLUMNS = ("ImageId", "LabelValue", "PixelCount", "EncodedPixels")   # the header of a run-length solution file
+
+# %% ../../nbs/competitions/wad2018.ipynb #c6e4f0e6
+def wad_runs_rows(i,      # the frame id
+                  truth,  # its `ImageTruth` (from `read_wad_label` or `wad_truth`)
+                 ) -> list[str]:  # the lines, each ending in a newline
+    "The lines of one frame in a run-length solution file: its background count, each instance's runs, its ignore region"
+    if truth.shape != WAD_FRAME: raise ValueError(f"frame {i}: {truth.shape[0]}×{truth.shape[1]}, WAD frames are {WAD_FRAME[0]}×{WAD_FRAME[1]}")
+    rows = [(int(v), s, l) for v, (s, l) in zip(truth.ids.tolist(), truth.runs)]
+    if truth.ignore[0].size: rows.append((WAD_IGNORE, *truth.ignore))
+    rest = math.prod(WAD_FRAME) - sum(int(l.sum()) for _, _, l in rows)
+    return [f"{i},{WAD_BACKGROUND},{rest},\n"] + [f"{i},{v},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n" for v, s, l in rows]
+
+# %% ../../nbs/competitions/wad2018.ipynb #3cd76cf7
+def write_wad_runs(path,            # the run-length solution file to write (CSV)
+                   labels,          # a WAD label folder (`<id>_instanceIds.png`), or {id: label image or `ImageTruth`}
+                   overwrite=False, # replace an existing file
+                   executor=None,   # a `concurrent.futures.Executor` to decode the label images on
+                  ) -> Path:
+    "Convert a WAD label folder, once, into a run-length solution file that `score` and `validate` read instead"
+    path = Path(path)
+    if path.exists() and not overwrite: raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
+    if isinstance(labels, dict):
+        frames = ((i, t if isinstance(t, ImageTruth) else wad_truth(t, what=f"frame {i}")) for i, t in labels.items())
+    else:
+        folder, ids = Path(labels), _label_ids(labels)
+        frames = _labels_on(executor, folder, ids) if executor is not None else ((i, read_wad_label(folder / f"{i}_instanceIds.png")) for i in ids)
+    part = path.with_name(path.name + ".partial")
+    try:
+        with open(part, "w", encoding="utf-8", newline="") as f:
+            f.write(",".join(WAD_RUNS_COLUMNS) + "\n")
+            for i, t in frames: f.writelines(wad_runs_rows(i, t))
+        os.replace(part, path)
+    finally: part.unlink(missing_ok=True)
+    return path
+
+# %% ../../nbs/competitions/wad2018.ipynb #6fcc6a27
+def _runs_file_frames(path):
+    "(frame id, [(row number, fields)]) of a run-length solution file, one frame at a time, in file order"
+    head = ",".join(WAD_RUNS_COLUMNS)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            first = f.readline().rstrip("\r\n")
+            if first != head: raise ValueError(f"{path}: row 1: header {first[:60]!r} is not {head}: not a WAD run-length solution (see write_wad_runs)")
+            cur, rows = None, []
+            for n, line in enumerate(f, 2):
+                r = line.rstrip("\r\n").split(",")
+                if len(r) != 4: raise ValueError(f"{path}: row {n}: {len(r)} fields, expected the 4 of {head}")
+                if r[0] != cur:
+                    if rows: yield cur, rows
+                    cur, rows = r[0], []
+                rows.append((n, r))
+            if rows: yield cur, rows
+    except UnicodeDecodeError as e: raise ValueError(f"{path}: not UTF-8 text ({e.reason}): expected a WAD run-length solution (CSV)") from None
+
+# %% ../../nbs/competitions/wad2018.ipynb #aa071f33
+def _runs_file_ids(path):
+    "The frame ids of a run-length solution file, each once (a frame's rows are together)"
+    ids = {}
+    for i, rows in _runs_file_frames(path):
+        if i in ids: raise ValueError(f"{path}: row {rows[0][0]}: field ImageId: frame {i} appears again after other frames (its rows belong together)")
+        ids[i] = None
+    if not ids: raise ValueError(f"{path}: no frame: the file has only its header")
+    return list(ids)
+
+# %% ../../nbs/competitions/wad2018.ipynb #d0c49108
+def _runs_frame_fields(path, rows):
+    "LabelValue and PixelCount of a frame's rows as integers, and the runs of all but the first (checked by `parse_many`)"
+    try: values, counts = (np.array([int(r[k]) for _, r in rows], np.int64) for k in (1, 2))
+    except ValueError:
+        n, r = next((n, r) for n, r in rows if not (r[1].isdigit() and r[2].isdigit()))
+        raise ValueError(f"{path}: row {n}: field LabelValue/PixelCount: {r[1]!r}, {r[2]!r} are not whole numbers") from None
+    offsets, starts, lengths, errors = parse_many([r[3] for _, r in rows[1:]], "wad2018", WAD_FRAME)
+    if errors:
+        k = min(errors); raise ValueError(f"{path}: row {rows[k + 1][0]}: field EncodedPixels: {errors[k]}")
+    return values, counts, offsets, starts, lengths
+
+# %% ../../nbs/competitions/wad2018.ipynb #1d6deb18
+def _runs_frame_truth(path, i, rows) -> ImageTruth:
+    "The `ImageTruth` of one frame's rows of a run-length solution file, every rule of the file checked"
+    values, counts, offsets, starts, lengths = _runs_frame_fields(path, rows)
+    at = lambda k, field, msg: ValueError(f"{path}: row {rows[k][0]}: field {field}: frame {i}: {msg}")
+    if values[0] != WAD_BACKGROUND or rows[0][1][3]: raise at(0, "LabelValue", f"its first row is the background, 255 with no runs, not {values[0]}")
+    cs = np.concatenate([[0], np.cumsum(lengths)])
+    v, sums = values[1:], cs[offsets[1:]] - cs[offsets[:-1]]          # each row's run total
+    bad = np.flatnonzero(~((v >= 1000) & (v <= WAD_IGNORE)) | (sums != counts[1:]) | (sums == 0))
+    if bad.size: k = int(bad[0]); raise at(k + 1, "LabelValue/PixelCount", f"value {v[k]} with {counts[k + 1]} pixels and runs of {sums[k]}: "
+                                          "expected an instance (class*1000+k) or 65535, with the total of its runs")
+    if (np.diff(v) <= 0).any(): k = int(np.flatnonzero(np.diff(v) <= 0)[0]) + 1; raise at(k + 1, "LabelValue", f"value {v[k]} is out of order or repeated")
+    if counts.sum() != math.prod(WAD_FRAME): raise at(0, "PixelCount", f"the counts add up to {counts.sum()}, not H·W = {math.prod(WAD_FRAME)}")
+    order = np.argsort(starts, kind="stable")
+    over = np.flatnonzero(starts[order][1:] < (starts + lengths)[order][:-1])
+    if over.size:
+        row = np.searchsorted(offsets, order[over[0] + 1], "right") - 1; raise at(row + 1, "EncodedPixels", "a run overlaps a run of another value")
+    obj = np.flatnonzero(v != WAD_IGNORE)
+    runs = [(starts[offsets[k]:offsets[k + 1]], lengths[offsets[k]:offsets[k + 1]]) for k in obj.tolist()]
+    ig = (starts[offsets[-2]:], lengths[offsets[-2]:]) if v.size and v[-1] == WAD_IGNORE else None
+    return ImageTruth(WAD_FRAME, runs, v[obj] // 1000, None, ig, v[obj])
 
 # %% ../../nbs/competitions/wad2018.ipynb #f084e2a3
 WAD_OPTIONS = ("thresholds", "mode", "compare", "ignore_overlap", "max_dets", "min_region_size")
@@ -168,7 +308,7 @@ def _class_rows(res):
     return rows
 
 # %% ../../nbs/competitions/wad2018.ipynb #622762ad
-def score_wad(comp, sol, submission, report, progress, options, reader) -> SubmissionScore:
+def score_wad(comp, sol, submission, report, progress, options, reader, executor=None) -> SubmissionScore:
     "WAD 2018 AP of a submission: every prediction's runs, then `average_precision` over the whole set"
     bar, preds = Progress(submission, progress), []
     try:
@@ -177,7 +317,7 @@ def score_wad(comp, sol, submission, report, progress, options, reader) -> Submi
                 preds += [(g.id, int(c), float(p), r) for r, c, p in zip(g.objects.as_list(), g.extra["labels"].tolist(), g.extra["confidences"].tolist())]
     finally: bar.close()
     if not report.ok: raise SubmissionError(report)
-    res = average_precision(dict(wad_solution_truth(sol)), preds, classes=WAD_CLASSES, **options)
+    res = average_precision(dict(wad_solution_truth(sol, executor=executor)), preds, classes=WAD_CLASSES, **options)
     return SubmissionScore(comp.name, float(res.ap), None, None, Table(_class_rows(res)), report, {**options, "images": len(sol)})
 
 # %% ../../nbs/competitions/wad2018.ipynb #b7db4aa2
