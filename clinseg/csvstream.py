@@ -6,9 +6,11 @@
 from __future__ import annotations
 import csv, io, os
 from dataclasses import dataclass
+import numpy as np
+from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['Problem', 'Report', 'source_name', 'CSVSource', 'header_map', 'csv_chunks', 'read_both_ways']
+__all__ = ['Problem', 'Report', 'source_name', 'CSVSource', 'header_map', 'csv_chunks', 'read_both_ways', 'Fields']
 
 # %% ../nbs/12_csvstream.ipynb #37bf81b4
 @dataclass(frozen=True)
@@ -212,6 +214,8 @@ def csv_chunks(src,               # an open `CSVSource`
                others=(),         # (label, columns) of other known formats, to name a wrong header
                fast=True,         # plain blocks read without the csv module (False: the csv module only)
                block=1 << 16,     # bytes per block of the fast path
+               columnar=False,    # plain blocks as `Fields` read by compiled loops (when numba is there), else lists
+               runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs in the same pass
               ):
     "(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in `columns` order"
     header, first = _read_header(src, report, columns)
@@ -222,7 +226,7 @@ def csv_chunks(src,               # an open `CSVSource`
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
     if src.raw is None: yield from _csv_rows(src.text, 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
-    elif fast: yield from _fast_rows(src, 1, width, report, present, fix, progress, block)
+    elif fast: yield from _fast_rows(src, 1, width, report, present, fix, progress, block, *((idx, runs) if columnar and numba_available() else ()))
     else: yield from _csv_rows(src.text_from(len(first)), 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
     if progress is not None: progress(src.pos())
 
@@ -250,9 +254,18 @@ def _keep_good(rows, numbers, width, report):
     keep = [k for k in range(len(rows)) if k not in skip]
     return [rows[k] for k in keep], [numbers[k] for k in keep]
 
-# %% ../nbs/12_csvstream.ipynb #2fa19178
-def _fast_rows(src, first_line, width, report, present, fix, progress, block_size):
-    "Chunks of rows of a plain file, read block by block; hands over to the csv module at the first block that is not plain"
+# %% ../nbs/12_csvstream.ipynb #6dc71ffb
+def _rows_of(block, line, width, report, fix):
+    "The good rows of a plain block as lists of fields, their line numbers, and the block's line count; bad widths reported"
+    text = block.decode("ascii")
+    lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
+    if lines[-1] == "": lines.pop()
+    rows, numbers = _keep_good(_split_rows(text, lines, width), range(line + 1, line + 1 + len(lines)), width, report)
+    return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
+
+# %% ../nbs/12_csvstream.ipynb #6bd2e81c
+def _fast_rows(src, first_line, width, report, present, fix, progress, block_size, idx=None, runs=None):
+    "Chunks of rows of a plain file, read block by block (as `Fields` in `idx` order when given); hands over to the csv module at the first block that is not plain"
     raw, line, rest = src.raw, first_line, b""
     while True:
         data = raw.read(block_size)
@@ -266,25 +279,119 @@ def _fast_rows(src, first_line, width, report, present, fix, progress, block_siz
         if not _plain(block):
             yield from _csv_rows(src.text_from(raw.tell() - len(buf)), line, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
             return
-        text = block.decode("ascii")
-        lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
-        if lines[-1] == "": lines.pop()
-        rows, numbers = _keep_good(_split_rows(text, lines, width), range(line + 1, line + 1 + len(lines)), width, report)
-        line += len(lines)
-        if fix is not None: rows = [fix(r) for r in rows]
+        rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs)
+        line += n
         report.rows += len(rows)
         if progress is not None: progress(src.pos())
-        if rows: yield numbers, rows, present
+        if len(rows): yield numbers, rows, present
         if not data: break
 
 # %% ../nbs/12_csvstream.ipynb #748b8be0
-def read_both_ways(path, columns, block=64, optional=(), others=()):
+def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=False):
     "Chunks' rows and line numbers and the problems, read by the fast path (tiny blocks) and by the csv module: for tests"
     out = []
     for fast in (True, False):
         r = Report(path)
         with CSVSource(path) as src:
-            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block)]
-        flat = ([l for ls, _ in rows for l in ls], [x for _, rs in rows for x in rs])
+            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block, columnar=columnar)]
+        flat = ([l for ls, _ in rows for l in ls], [list(x) for _, rs in rows for x in rs])
         out.append((flat, [str(p) for p in r.problems], r.rows))
     return out
+
+# %% ../nbs/12_csvstream.ipynb #05b5ecc5
+@kernel
+def _scan_lines(a, width, k, base, touching):
+    "One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' bounds; field k (k >= 0) read as runs too (see `Fields`)"
+    n = 0
+    for i in range(a.size): n += a[i] == 10
+    if a.size and a[a.size - 1] != 10: n += 1
+    bounds, commas = np.empty((n, 2), np.int64), np.zeros(n, np.int64)
+    fs, fe = np.zeros((n, width), np.int64), np.zeros((n, width), np.int64)
+    counts, status, last = np.zeros(n, np.int64), np.zeros(n, np.uint8), np.zeros(n, np.int64)
+    starts, lengths = np.empty(a.size // 4 + 2, np.int64), np.empty(a.size // 4 + 2, np.int64)
+    line, start, f, p, i, parsed = 0, 0, 0, 0, 0, False
+    while i <= a.size:
+        if i == a.size and start == a.size: break
+        if f == k and not parsed:             # the runs' field, in a loop of its own: digits, one space between numbers
+            p0, half, st, prev, bad, j = p, 0, np.int64(0), np.int64(-1), False, i
+            while i < a.size:
+                v, d0 = np.int64(0), i
+                while i < a.size:             # the digits of one number
+                    c = np.int64(a[i]) - 48
+                    if c < 0 or c > 9: break
+                    v, i = v * 10 + c, i + 1
+                if i == d0:                   # no digit: the field ends (or a stray byte)
+                    if i > j: bad = True      # after a space: leading, double or trailing
+                    break
+                if i - d0 > 18: bad = True
+                elif half == 0: st, half = v - base, 1
+                elif st < 0 or v <= 0 or st < prev or (touching and st == prev): bad = True
+                else: starts[p], lengths[p], p, prev, half = st, v, p + 1, st + v, 0
+                if i < a.size and a[i] == 32: i += 1
+                else: break
+            if i > j and a[i - 1] == 32: bad = True   # the field ends with a space (at the end of the file, too)
+            c = a[i] if i < a.size else 10
+            if c != 44 and c != 10 and c != 13: bad = True   # a stray byte: skip to the field's end
+            while i < a.size and a[i] != 44 and a[i] != 10 and a[i] != 13: i += 1
+            if bad or half: status[line], p = 1, p0
+            else: counts[line], last[line] = p - p0, prev if p > p0 else 0
+            parsed = True
+        c = a[i] if i < a.size else 10        # the end of the block ends its last line
+        if c == 44:
+            if f < width - 1: fe[line, f], fs[line, f + 1] = i, i + 1
+            f, parsed = f + 1, False
+        elif c == 10:
+            end = i - 1 if i > start and a[i - 1] == 13 else i
+            if f == width - 1: fe[line, f] = end
+            bounds[line, 0], bounds[line, 1], commas[line] = start, end, f
+            line, start, f, parsed = line + 1, i + 1, 0, False
+            if line < n: fs[line, 0] = start
+        i += 1
+    return bounds, commas, fs, fe, (counts, status, last, starts[:p], lengths[:p])
+
+# %% ../nbs/12_csvstream.ipynb #4c1cbc1c
+@kernel
+def _changes(a, s, e):
+    "True for each row r whose field `a[s[r]:e[r]]` differs from the row before's (row 0: True)"
+    out = np.ones(s.size, np.bool_)
+    for r in range(1, s.size):
+        n = e[r] - s[r]
+        if n != e[r - 1] - s[r - 1]: continue
+        same = True
+        for k in range(n):
+            if a[s[r] + k] != a[s[r - 1] + k]: same = False; break
+        out[r] = not same
+    return out
+
+# %% ../nbs/12_csvstream.ipynb #e681d0ab
+class Fields:
+    "The rows of a plain block kept as bytes: field k of row r is `data[starts[r, k]:ends[r, k]]`; text is made only when asked"
+    def __init__(self, data, starts, ends, runs=None):
+        self.data, self.array, self.starts, self.ends, self.runs = data, np.frombuffer(data, np.uint8), starts, ends, runs
+    def __len__(self): return len(self.starts)
+    def __getitem__(self, r): return [self.data[a:b].decode("ascii") for a, b in zip(self.starts[r].tolist(), self.ends[r].tolist())]
+    def __iter__(self): return (self[r] for r in range(len(self)))
+    def column(self, k, rows=None) -> list[str]:
+        "The text of column k (of the rows `rows`, default all)"
+        s, e = (self.starts[:, k], self.ends[:, k]) if rows is None else (self.starts[rows, k], self.ends[rows, k])
+        return [self.data[a:b].decode("ascii") for a, b in zip(s.tolist(), e.tolist())]
+    def empty(self, k) -> np.ndarray: return self.starts[:, k] == self.ends[:, k]
+    def changes(self, k) -> np.ndarray:
+        "Row indices where column k differs from the row before (0 first): where a new id starts"
+        s, e = np.ascontiguousarray(self.starts[:, k]), np.ascontiguousarray(self.ends[:, k])
+        return np.flatnonzero((_changes if numba_available() else _changes.py)(self.array, s, e))
+
+# %% ../nbs/12_csvstream.ipynb #f1890a32
+def _fields_of(block, line, width, report, idx, runs=None):
+    "The good rows of a plain block as `Fields` (columns in `idx` order), their line numbers, and the block's line count; bad widths reported"
+    k, base, touching = (-1, 0, False) if runs is None else (idx[runs[0]], runs[1], runs[2])
+    bounds, commas, fs, fe, r = _scan_lines(np.frombuffer(block, np.uint8), width, k, base, touching)
+    numbers, good = np.arange(line + 1, line + 1 + len(commas)), commas == width - 1
+    if not good.all():
+        for j in np.flatnonzero(~good).tolist():
+            _bad_width(block[bounds[j, 0]:bounds[j, 1]].decode("ascii").split(","), int(numbers[j]), width, report)
+        fs, fe, numbers = fs[good], fe[good], numbers[good]
+        if runs is not None:
+            keep = np.repeat(good, r[0])
+            r = (r[0][good], r[1][good], r[2][good], r[3][keep], r[4][keep])
+    return Fields(block, fs[:, idx], fe[:, idx], None if runs is None else r), numbers.tolist(), len(commas)

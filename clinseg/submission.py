@@ -11,7 +11,8 @@ from typing import Callable
 import numpy as np
 from .runs import Objects, find_overlaps
 from .rle import get_convention, parse_many
-from .csvstream import CSVSource, Report, csv_chunks, source_name
+from .csvstream import CSVSource, Fields, Report, csv_chunks, source_name
+from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['KEY_SEPARATOR', 'MAX_SUGGESTIONS', 'FILE_EXTENSION', 'USAGES', 'Competition', 'key_text', 'key_fields', 'key_of',
@@ -143,7 +144,8 @@ class KnownIds:
     def message(self, i, comp):
         "Why the id `i` (a value of the id column) is refused, with the listed id it most likely means"
         pool = self.id_values(comp)
-        ext = " (drop the file extension)" if FILE_EXTENSION.search(i) else ""
+        bare = FILE_EXTENSION.sub("", i)   # say "drop the extension" only when that gives a listed id (Airbus ids end in .jpg)
+        ext = " (drop the file extension)" if bare != i and bare in pool else ""
         hint = ""
         if self.suggested < MAX_SUGGESTIONS:
             self.suggested += 1
@@ -167,7 +169,8 @@ def _check_ids(ids, lines, comp, report, known, seen, pattern):
             elif n > 1 and v in known.id_values(comp): later.append(k)
             else: report.add(lines[k], comp.id_column, known.message(v, comp), once=("unknown", v))
         elif not pattern.fullmatch(v):
-            ext = " (drop the file extension)" if FILE_EXTENSION.search(v) else ""
+            bare = FILE_EXTENSION.sub("", v)
+            ext = " (drop the file extension)" if bare != v and pattern.fullmatch(bare) else ""
             rule = f" ({comp.id_rule})" if comp.id_rule else ""
             report.add(lines[k], comp.id_column, f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
                        once=("format", v))
@@ -195,7 +198,21 @@ class Group:
     extra: dict = field(default_factory=dict)   # per-row values of the competition's own fields (e.g. WAD's LabelId)
     rejoined: bool = False      # gathered in the second pass (its rows were not together)
 
-# %% ../nbs/13_submission.ipynb #f564cadf
+# %% ../nbs/13_submission.ipynb #e1491a68
+class _Pending(Group):
+    "A group holding its runs (`starts`, `lengths`, `counts` per row); its `Objects` is made when first asked for (validating never asks)"
+    def __init__(self, id, rows, starts, lengths, counts, shape, order, extra=None, rejoined=False):
+        self.id, self.rows, self.extra, self.rejoined = id, rows, extra or {}, rejoined
+        self.starts, self.lengths, self._made = starts, lengths, (counts, shape, order)
+    @property
+    def objects(self) -> Objects:
+        if not isinstance(self._made, Objects):
+            n, shape, order = self._made
+            self._made = Objects.from_offsets(self.starts, self.lengths, np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
+                                              np.array(self.rows, np.int64), shape, order)
+        return self._made
+
+# %% ../nbs/13_submission.ipynb #2f5ef4be
 class _Builder:
     "Pieces of one group, gathered chunk by chunk (runs in pixel order `order` of an image of `shape`, when known)"
     def __init__(self, id, order="C", shape=None): self.id, self.order, self.shape, self.rows, self.parts, self.extra = id, order, shape, [], [], {}
@@ -203,19 +220,20 @@ class _Builder:
         self.rows += rows; self.parts.append((starts, lengths, counts))
         for k, v in extra.items(): self.extra.setdefault(k, []).append(v)
     def build(self, rejoined=False):
-        cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
-        s, l, n = (cat([p[k] for p in self.parts]) for k in range(3))
-        objs = Objects.from_offsets(s, l, np.concatenate([[0], np.cumsum(n)]).astype(np.int64), np.array(self.rows, np.int64), self.shape, self.order)
-        return Group(self.id, self.rows, objs, {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
+        cat = lambda xs: np.concatenate(xs).astype(np.int64) if len(xs) != 1 else np.asarray(xs[0], np.int64)
+        s, l, n = (cat([p[k] for p in self.parts] or [[]]) for k in range(3))
+        return _Pending(self.id, self.rows, s, l, n, self.shape, self.order, {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
 
 # %% ../nbs/13_submission.ipynb #bdd177c2
-def _overlap_check(g, comp, report):
-    "Name every pair of rows of one image whose masks overlap"
-    o = g.objects
-    if o.starts.size < 2: return
-    s, l, _ = o.sorted()                    # kept by the Objects: the scorer's overlap counts reuse it
-    if not (s[1:] < np.maximum.accumulate(s + l)[:-1]).any(): return   # one sort says "no overlap" in most images
-    i, j, shared = find_overlaps(o.as_list())
+def _overlap_check(g, comp, report, flag=None):
+    "Name every pair of rows of one image whose masks overlap (`flag`: whether any two do, when known already)"
+    if g.starts.size < 2: return
+    if flag is None and numba_available(): flag = _any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0]   # section Making it fast
+    if flag is None:
+        s, l, _ = g.objects.sorted()        # kept by the Objects: the scorer's overlap counts reuse it
+        flag = (s[1:] < np.maximum.accumulate(s + l)[:-1]).any()   # one sort says "no overlap" in most images
+    if not flag: return
+    i, j, shared = find_overlaps(g.objects.as_list())
     for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
         report.add(g.rows[b], comp.rle_column, f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
                    "masks of one image must not overlap", once=("overlap", g.rows[a], g.rows[b]))
@@ -343,8 +361,10 @@ def read_groups(source,          # path or text stream of a submission (or of a 
     st = _Reading(comp, report if only is None else Report(report.file), only, conv.order, shapes)
     with CSVSource(source) as src:
         for lines, rows, _ in csv_chunks(src, columns, st.report, optional, progress=progress if only is None else None,
-                                         others=others, fast=fast, block=block):
-            yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known, pattern, solution)
+                                         others=others, fast=fast, block=block, columnar=_columnar(comp, conv, solution, only),
+                                         runs=(k_rle, conv.base, conv.merge_touching)):
+            if isinstance(rows, Fields): yield from _fields_groups(st, lines, rows, at[0], k_rle, comp, conv, shapes, known, pattern, solution)
+            else: yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known, pattern, solution)
     yield from _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block)
 
 # %% ../nbs/13_submission.ipynb #6e9f9f27
@@ -447,3 +467,101 @@ def read_csv_solution(source,       # the solution CSV (path or text stream)
     if not report.ok: raise SubmissionError(report)
     if not state["shapes"]: raise SubmissionError(_one(report, "the solution has no rows"))
     return Solution(comp, source, state["shapes"], state["usage"] if present else None, state["contiguous"])
+
+# %% ../nbs/13_submission.ipynb #4e6cf898
+@kernel
+def _any_overlap(s, l, bounds):
+    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel; one bit per pixel, 64 to a word"
+    out, ones = np.zeros(bounds.size - 1, np.bool_), np.uint64(0xFFFFFFFFFFFFFFFF)
+    for g in range(bounds.size - 1):
+        x0, x1 = bounds[g], bounds[g + 1]
+        if x1 - x0 < 2: continue
+        lo, hi = s[x0], s[x0] + l[x0]
+        for k in range(x0, x1): lo, hi = min(lo, s[k]), max(hi, s[k] + l[k])
+        words = (hi - lo) // 64 + 1
+        if words > 64 * (x1 - x0) + 4096:        # few runs spread far apart: sort them, and sweep
+            top = lo
+            for k in np.argsort(s[x0:x1]) + x0:
+                if s[k] < top: out[g] = True; break
+                top = max(top, s[k] + l[k])
+            continue
+        bits = np.zeros(words, np.uint64)
+        for k in range(x0, x1):
+            a, b = s[k] - lo, s[k] - lo + l[k] - 1   # the run's first and last pixel
+            wa, wb = a >> 6, b >> 6
+            first, last = ones << np.uint64(a & 63), ones >> np.uint64(63 - (b & 63))
+            if wa == wb: first &= last
+            if bits[wa] & first: out[g] = True; break
+            bits[wa] |= first
+            if wa == wb: continue
+            for w in range(wa + 1, wb):
+                if bits[w]: out[g] = True; break
+                bits[w] = ones
+            if out[g] or bits[wb] & last: out[g] = True; break
+            bits[wb] |= last
+    return out
+
+# %% ../nbs/13_submission.ipynb #caee7f70
+def _columnar(comp, conv, solution, only) -> bool:
+    "Whether plain blocks can be read as `Fields` by the compiled loops: one key column, rows grouped by image, plain start/length pairs"
+    return (numba_available() and only is None and comp.per_image and len(comp.key_columns) == 1 and (solution or comp.check_rows is None)
+            and conv.parse_text is None and not (conv.empty_text or conv.leading_space or conv.bar or conv.relative))
+
+# %% ../nbs/13_submission.ipynb #e4cd1d88
+_NO_SIZE = 1 << 62   # a row's pixel count when its image's size is unknown: no run reaches it
+
+def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
+    "The runs a `Fields` chunk's reader read (`Fields.runs`), checked against each image's size; rows it did not vouch for go to `parse_many`, which names their problem"
+    counts, status, last, starts, lengths = f.runs
+    n = np.diff(bounds)
+    status = (status != 0) | (last > np.repeat([_NO_SIZE if s is None else math.prod(s) for s in gshapes], n))   # or a run past the image
+    ok, errors = np.ones(len(f), bool), {}
+    if status.any():
+        bad = np.flatnonzero(status)
+        if counts[bad].any():   # runs of rows past their image: out, the reference reads those rows again
+            starts, lengths, counts = starts[np.repeat(~status, counts)], lengths[np.repeat(~status, counts)], np.where(status, 0, counts)
+        group = np.repeat(np.arange(len(gshapes)), n)[bad].tolist()
+        o2, s2, l2, found = parse_many(f.column(k_rle, bad), conv, [gshapes[g] for g in group])
+        errors = {int(bad[j]): m for j, m in found.items()}
+        keep = np.array([j for j in range(bad.size) if j not in found], np.int64)
+        if keep.size:   # rows only the reference parser accepts: their runs go in at their place
+            n2, at = np.diff(o2)[keep], np.concatenate([[0], np.cumsum(counts)])[bad[keep]]
+            sel = np.concatenate([np.arange(o2[j], o2[j + 1]) for j in keep.tolist()]).astype(np.int64)
+            starts, lengths = np.insert(starts, np.repeat(at, n2), s2[sel]), np.insert(lengths, np.repeat(at, n2), l2[sel])
+            counts[bad[keep]] = n2
+        ok[list(errors)] = False
+    for k, msg in errors.items(): report.add(lines[k], comp.rle_column, msg)
+    return counts, starts, lengths, ok
+
+# %% ../nbs/13_submission.ipynb #c145aa0f
+def _fields_groups(st, lines, f, k_id, k_rle, comp, conv, shapes, known, pattern, solution):
+    "The groups a `Fields` chunk completes: `_chunk_groups`'s checks, in its order, with compiled passes over the columns"
+    rep, cut = st.report, f.changes(k_id)
+    bounds, ids = cut.tolist() + [len(f)], f.column(k_id, cut)
+    _check_ids(ids, [lines[k] for k in bounds[:-1]], comp, rep, known, st.seen, pattern)
+    gshapes = [shapes.get(i, comp.shape) for i in ids] if shapes is not None else [comp.shape] * len(ids)
+    counts, starts, lengths, ok = _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, rep)
+    if not (conv.empty == "field" or solution):
+        for k in np.flatnonzero(f.empty(k_rle)).tolist():
+            rep.add(lines[k], comp.rle_column, f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out"); ok[k] = False
+    good = bool(ok.all())
+    if not good: keep = np.repeat(ok, counts); starts, lengths, counts = starts[keep], lengths[keep], counts * ok
+    at = np.concatenate([[0], np.cumsum(counts)])[bounds]              # each group's first run
+    flags = _any_overlap(starts, lengths, at).tolist() if comp.disjoint else [False] * len(ids)
+    at = at.tolist()
+    for g, i in enumerate(ids):
+        a, b = bounds[g], bounds[g + 1]
+        rows, n = (lines[a:b], counts[a:b]) if good else ([lines[k] for k in range(a, b) if ok[k]], counts[a:b][ok[a:b]])
+        s, l = starts[at[g]:at[g + 1]], lengths[at[g]:at[g + 1]]
+        if g == 0 or g == len(ids) - 1:   # it may go on from the chunk before, or into the next: a builder gathers it
+            bld, done = st.builder(i)
+            if done is not None: yield done
+            if rows: bld.add(rows, s, l, n, {})
+            continue
+        done = st.close()                 # a whole image inside the chunk: closed and checked at once
+        if done is not None: yield done
+        if i in st.closed: st.split.add(i)
+        st.closed.add(i)
+        grp = _Pending(i, rows, s, l, n, gshapes[g], conv.order)
+        if flags[g]: _overlap_check(grp, comp, rep, True)
+        yield grp
