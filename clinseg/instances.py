@@ -14,9 +14,9 @@ from .rle import *
 from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'overlap_table', 'Overlaps', 'overlap_counts', 'iou_matrix',
-           'reference_histogram_iou', 'reference_histogram_score', 'DSBImageScore', 'dsb_image_score', 'DSBScore',
-           'dsb_score', 'f_beta', 'F2ImageScore', 'f2_image_score', 'runs_to_labels', 'synthetic_nuclei',
+__all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'connected_objects', 'overlap_table', 'Overlaps', 'overlap_counts',
+           'iou_matrix', 'reference_histogram_iou', 'reference_histogram_score', 'DSBImageScore', 'dsb_image_score',
+           'DSBScore', 'dsb_score', 'f_beta', 'F2ImageScore', 'f2_image_score', 'runs_to_labels', 'synthetic_nuclei',
            'synthetic_prediction', 'plot_dsb_threshold', 'dsb_threshold_explorer']
 
 # %% ../nbs/06_instances.ipynb #0b7cac5b
@@ -70,6 +70,18 @@ def label_to_runs(labels,    # instance label image (2-D or 3-D integers), 0 = b
     "Runs of every object of a label image, in one pass over the image"
     objects = label_objects(labels, order)
     return objects.ids, objects.as_list()
+
+# %% ../nbs/06_instances.ipynb #5105bb14
+def connected_objects(mask,          # boolean foreground (2-D or 3-D)
+                      min_pixels=1,  # pieces smaller than this are dropped
+                     ) -> np.ndarray: # int32 label image, objects numbered 1, 2, ... in scan order
+    "The connected pieces of `mask` as a label image, specks under `min_pixels` dropped"
+    from scipy import ndimage as ndi
+    labels, n = ndi.label(np.asarray(mask, bool))
+    sizes = np.bincount(labels.ravel(), minlength=n + 1)
+    keep = sizes >= min_pixels; keep[0] = False
+    new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
+    return new[labels]
 
 # %% ../nbs/06_instances.ipynb #fa29b8e8
 def _flat_pair(truth, pred):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..rle import Convention, format_runs
-from ..instances import f2_image_score, label_to_runs
+from ..instances import f2_image_score, label_to_runs, connected_objects
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
 from ..submission import USAGES, Competition, Solution, SubmissionError, key_fields
@@ -181,11 +181,7 @@ def airbus_baseline(image,          # (768, 768, 3) uint8 RGB
     from scipy import ndimage as ndi
     grey = np.asarray(image, np.float32).mean(-1) / 255
     mask = ndi.binary_opening(grey > np.median(grey) + contrast)
-    labels, n = ndi.label(mask)
-    sizes = np.bincount(labels.ravel(), minlength=n + 1)
-    keep = sizes >= min_pixels; keep[0] = False
-    new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
-    return new[labels]
+    return connected_objects(mask, min_pixels)
 
 # %% ../../nbs/competitions/airbus.ipynb #5ca78713
 def _demo(folder, seed):

@@ -11,7 +11,7 @@ import numpy as np
 from ..runs import find_overlaps, mask_to_runs
 from ..dice import overlap_image
 from ..rle import encode, format_runs
-from ..instances import dsb_image_score, iou_matrix, label_to_runs, synthetic_nuclei
+from ..instances import dsb_image_score, iou_matrix, label_to_runs, synthetic_nuclei, connected_objects
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition
 from ..scoring import instance_items, new_file
@@ -226,11 +226,7 @@ def dsb_baseline(image,          # (H, W, 3) or (H, W, 4) uint8 image (the alpha
     grey = np.asarray(image)[..., :3].mean(-1) / 255
     if np.median(grey) > 0.5: grey = 1 - grey
     mask = ndi.binary_opening(grey > otsu_threshold(grey))
-    labels, n = ndi.label(mask)
-    sizes = np.bincount(labels.ravel(), minlength=n + 1)
-    keep = sizes >= min_pixels; keep[0] = False
-    new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
-    return new[labels]
+    return connected_objects(mask, min_pixels)
 
 # %% ../../nbs/competitions/dsb2018.ipynb #4a8a8df7
 def _demo(folder, seed):

@@ -12,7 +12,7 @@ import numpy as np
 from ..rle import Convention, format_runs
 from ..runs import mask_to_runs
 from ..dice import overlap_image
-from ..instances import DSB_THRESHOLDS, DSBImageScore, Overlaps, label_to_runs, overlap_counts
+from ..instances import DSB_THRESHOLDS, DSBImageScore, Overlaps, label_to_runs, overlap_counts, connected_objects
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition, key_fields, solution_truth
 from ..scoring import new_file
@@ -252,11 +252,7 @@ def sartorius_baseline(image,          # (520, 704) uint8 grey image
     from scipy import ndimage as ndi
     grey = ndi.gaussian_filter(np.asarray(image, np.float32) / 255, 1.5)
     mask = ndi.binary_opening(ndi.binary_fill_holes(np.abs(grey - np.median(grey)) > contrast))
-    labels, n = ndi.label(mask)
-    sizes = np.bincount(labels.ravel(), minlength=n + 1)
-    keep = sizes >= min_pixels; keep[0] = False
-    new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
-    return new[labels]
+    return connected_objects(mask, min_pixels)
 
 # %% ../../nbs/competitions/sartorius.ipynb #2a31f894
 def _demo(folder, seed):
