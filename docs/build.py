@@ -30,7 +30,6 @@ PROC, SITE = ROOT / '_proc', ROOT / '_site'
 SRC = PROC / 'src'                     # Sphinx's source folder: the executed, processed notebooks
 README_NOTE = '<!-- Generated from nbs/index.ipynb by `python docs/build.py`: edit the notebook, not this file. -->'
 WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json'
-WIDGET_STATE = 'application/vnd.jupyter.widget-state+json'
 CELL_TIMEOUT = int(os.environ.get('CLINSEG_CELL_TIMEOUT', '600'))   # seconds for one cell, a safety net
 
 
