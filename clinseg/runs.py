@@ -11,10 +11,10 @@ import numpy as np
 from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
-           'first_not_whole', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels', 'reorder_runs',
-           'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps',
-           'mask_to_runs']
+__all__ = ['MAX_MASK_PIXELS', 'pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit',
+           'runs_to_mask', 'first_not_whole', 'check_whole', 'RLEError', 'whole_number', 'mask_size',
+           'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs',
+           'runs_intersections', 'overlapping_pairs', 'find_overlaps', 'mask_to_runs']
 
 # %% ../nbs/01_runs.ipynb #aaa25dd8
 def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
@@ -129,6 +129,29 @@ def check_whole(starts,  # run starts of one object
 # %% ../nbs/01_runs.ipynb #3986dde4
 class RLEError(ValueError):
     "A run-length string (or runs) that breaks its convention's rules"
+
+# %% ../nbs/01_runs.ipynb #287fbd42
+MAX_MASK_PIXELS = 2**40   # the largest mask clinseg allocates or reads runs for: 1 TiB as booleans
+
+def whole_number(text,            # the text of one whole number, e.g. a solution's Height field
+                 what="number",   # the field, for the message: e.g. "Height"
+                ) -> int:
+    "The whole number >= 0 written in `text` with 1 to 18 ASCII digits; a `ValueError` naming `what` for anything else"
+    if not isinstance(text, str): raise ValueError(f"{what}: expected text of digits, got {type(text).__name__}")
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{what}: {text[:40]!r} is not a whole number (ASCII digits 0-9 only: no sign, space, '_' or other digits)")
+    if len(text) > 18: raise ValueError(f"{what}: a number of {len(text)} digits is too large (at most 18)")
+    return int(text)
+
+# %% ../nbs/01_runs.ipynb #ff39b121
+def mask_size(shape,          # a mask's shape, as `as_shape` takes it
+              what="mask",    # the mask, for the message: e.g. "image 0a7f: Height × Width"
+             ) -> int:
+    "Number of pixels of `shape`; a `ValueError` naming `what` when it is over `MAX_MASK_PIXELS` (checked before any allocation)"
+    n = math.prod(as_shape(shape))
+    if n > MAX_MASK_PIXELS:
+        raise ValueError(f"{what}: {'×'.join(map(str, shape))} is {n:,} pixels, more than MAX_MASK_PIXELS = 2**40")
+    return n
 
 # %% ../nbs/01_runs.ipynb #707b7402
 def merge_touching_runs(starts,  # 0-based run starts, any order
