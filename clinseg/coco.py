@@ -30,6 +30,8 @@ def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
 # %% ../nbs/03_coco.ipynb #3bc6325b
 def coco_counts_to_runs(counts) -> tuple[np.ndarray, np.ndarray]:
     "0-based column-major runs from COCO's alternating counts (a cumulative sum, no decoding)"
+    k = first_not_whole(counts)
+    if k >= 0: raise RLEError(f"count {k} is not a whole number ({np.asarray(counts).reshape(-1)[k].item()!r}): counts are never truncated")
     counts = np.asarray(counts, np.int64)
     if (counts < 0).any(): raise RLEError(f"count {int(np.argmax(counts < 0))} is negative ({counts[counts < 0][0]})")
     edges = np.cumsum(counts)
@@ -270,17 +272,49 @@ def _parse_coco_fast(text, shape):
 # %% ../nbs/03_coco.ipynb #23acbe87
 register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast, format_text=_format_coco_fast))
 
+# %% ../nbs/03_coco.ipynb #03c7ece3
+@kernel
+def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
+                    at,  # where each starts, and the end: string k is b[at[k]:at[k + 1]]
+                   ):
+    "Runs of every string (the loop of `_coco_runs` once per string): starts, lengths, each string's first run, its pixels, and the first string the format refuses (-1: none)"
+    n = at.size - 1
+    starts, lengths = np.empty(b.size // 2 + n, np.int64), np.empty(b.size // 2 + n, np.int64)
+    first, total = np.empty(n + 1, np.int64), np.zeros(n, np.int64)
+    r = 0
+    for k in range(n):
+        first[k] = r
+        m = x = j = pos = back1 = back2 = 0
+        for p in range(at[k], at[k + 1]):
+            c = np.int64(b[p]) - 48
+            if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], first, total, k
+            x |= (c & 0x1F) << (5 * j); j += 1
+            if not c & 0x20:                               # the last chunk of a number
+                if c & 0x10: x -= np.int64(1) << (5 * j)
+                count = x + back2 if m > 2 else x
+                if count < 0: return starts[:0], lengths[:0], first, total, k
+                if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
+                pos += count
+                back2, back1 = back1, count
+                m += 1; x = 0; j = 0
+        if j != 0: return starts[:0], lengths[:0], first, total, k   # the string stops inside a number
+        total[k] = pos
+    first[n] = r
+    return starts[:r], lengths[:r], first, total, -1
+
 # %% ../nbs/03_coco.ipynb #a6a53e07
 def _compiled_coco_rles(rles, counts):
-    "Runs of every RLE by the compiled reader, or None when one needs the vectorised reader (lists of counts, its checks and messages)"
-    out, total = [], np.zeros(len(counts), np.int64)
-    for k, c in enumerate(counts):
-        if not isinstance(c, (str, bytes)) or (isinstance(c, str) and not c.isascii()): return None
-        s, l, total[k], ok = _coco_runs(np.frombuffer(c.encode("ascii") if isinstance(c, str) else c, np.uint8))
-        if not ok: return None
-        out.append((s, l))
+    "Runs of every RLE by one call of the compiled reader, or None when one needs the vectorised reader (lists of counts, its checks and messages)"
+    try: raw = [c.encode("ascii") if isinstance(c, str) else bytes(c) if isinstance(c, bytes) else None for c in counts]
+    except UnicodeEncodeError: return None
+    if None in raw: return None
+    at = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(x) for x in raw], out=at[1:])
+    starts, lengths, first, total, bad = _coco_runs_many(np.frombuffer(b"".join(raw), np.uint8), at)
+    if bad >= 0: return None
     _check_coco_sizes(rles, total)
-    return out
+    f = first.tolist()
+    return [(starts[a:b], lengths[a:b]) for a, b in zip(f[:-1], f[1:])]
 
 # %% ../nbs/03_coco.ipynb #1099fa72
 def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
@@ -294,8 +328,7 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
     if len(text_at) < len(counts):
         for k, c in enumerate(counts):
             if not isinstance(c, (str, bytes)):
-                c = np.asarray(c, np.int64)
-                try: out[k], total[k] = coco_counts_to_runs(c), c.sum()
+                try: out[k], total[k] = coco_counts_to_runs(c), np.asarray(c, np.int64).sum()   # whole numbers checked first
                 except RLEError as e: raise RLEError(f"RLE {k}: {e}") from None
     texts = [_coco_bytes(counts[k], f"RLE {k}: ") for k in text_at]
     value, n = _coco_decode(texts, lambda i: f"RLE {text_at[i]}: ")

@@ -16,14 +16,15 @@ __all__ = ['CONVENTIONS', 'Convention', 'get_convention', 'register_convention',
            'textbook_numbers', 'parse_runs', 'encode', 'decode', 'transcode', 'absolute_to_relative',
            'relative_to_absolute', 'clean_text', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode',
            'rle_table', 'plot_rle', 'rle_playground', 'parse_many', 'pixel_axes', 'as_bool_mask', 'textbook_runs',
-           'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole', 'check_whole',
-           'RLEError', 'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap',
-           'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps']
+           'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole',
+           'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs',
+           'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections',
+           'overlapping_pairs', 'find_overlaps']
 
 # %% ../nbs/02_rle.ipynb #5dab018d
 # the names of Masks and runs stay importable from here (`from clinseg.rle import *`, `clinseg.rle.mask_to_runs`)
 _all_ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit',
-          'runs_to_mask', 'first_not_whole', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
+          'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
           'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs',
           'find_overlaps']
 
@@ -180,6 +181,7 @@ def _diagnose(text, c):
         if not _DIGITS.fullmatch(w):
             if w.startswith("-") and _DIGITS.fullmatch(w[1:]): raise RLEError(f"pair {i // 2}: {what} {w} is negative")
             raise RLEError(f"pair {i // 2}: {what} {w!r} is not a whole number")
+        if len(w.lstrip("0")) > 40: raise RLEError(f"pair {i // 2}: {what} {w[:20]}... ({len(w)} digits) is too large")   # not shown whole, nor given to int()
     if len(words) % 2: raise RLEError(f"pair {len(words) // 2}: odd count of numbers ({len(words)}): start {words[-1]} has no length")
     return words
 
