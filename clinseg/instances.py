@@ -20,15 +20,15 @@ __all__ = ['DSB_THRESHOLDS', 'label_objects', 'label_to_runs', 'connected_object
            'synthetic_prediction', 'plot_dsb_threshold', 'dsb_threshold_explorer']
 
 # %% ../nbs/06_instances.ipynb #0b7cac5b
-def _labels_array(labels, what="labels"):
-    "`labels` as a non-negative integer array, or a clear error"
+def _labels_array(labels, what="labels", signs=True):
+    "`labels` as a non-negative integer array, or a clear error (`signs=False`: the caller checks for negative labels)"
     a = np.asarray(labels)
     if a.dtype == bool:
         raise TypeError(f"{what}: a boolean array is ambiguous (one object? a stack of masks?): pass an integer label image "
                         "(0 = background), or a list of boolean masks")
     if a.dtype.kind not in "iu": raise TypeError(f"{what}: a label image must hold integers, not {a.dtype}")
     if a.ndim < 1: raise ValueError(f"{what}: a label image needs at least one dimension")
-    if a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: label {a.min()} is negative (0 is background, objects are > 0)")
+    if signs and a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: label {a.min()} is negative (0 is background, objects are > 0)")
     return a
 
 # %% ../nbs/06_instances.ipynb #8fea52cd
@@ -216,6 +216,10 @@ def _sorted_disjoint(objects):
     return s, l, m, not (s.size > 1 and (s[1:] < (s + l)[:-1]).any())
 
 # %% ../nbs/06_instances.ipynb #485a9de4
+def _label_pair_table(truth, pred):
+    "The overlap table of two label images, each checked first"
+    return _pair_table(_labels_array(truth, "truth"), _labels_array(pred, "prediction"))
+
 def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     "`Overlaps` of two sides, and the predicted `Objects` when they came as a list or an `Objects`"
     tags = _classify(truth, "truth"), _classify(pred, "prediction")
@@ -224,7 +228,7 @@ def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     if len(shapes) > 1: raise ValueError(f"truth and prediction have different shapes: {' and '.join('x'.join(map(str, s)) for s in sorted(shapes))}")
     shape = shapes.pop() if shapes else None
     if tags == (None, None):
-        return Overlaps(*_pair_table(_labels_array(truth, "truth"), _labels_array(pred, "prediction"))), None, tags
+        return Overlaps(*_label_pair_table(truth, pred)), None, tags
     order = _common_order(tags, order, convention, shape, [o.order for o, t in zip((truth, pred), tags) if t == "objects"])
     t = _side_runs(truth, tags[0], order, convention, shape, "truth")
     p = _side_runs(pred, tags[1], order, convention, shape, "prediction")
@@ -673,10 +677,58 @@ def _lookup_index(values, background=False):
         if background: present[0] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
     ids, index = np.unique(values, return_inverse=True)
-    if background and ids[0] != 0: ids, index = np.concatenate([[0], ids]), index + 1
+    if background and ids[0] != 0: ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1   # in the ids' own type: a list's 0 next to uint64 would make floats
     return ids, index.ravel()
 
 _index_values = _lookup_index   # from here on, small label values are renumbered without a sort
+
+# %% ../nbs/06_instances.ipynb #6c9f8b7e
+@kernel
+def _pair_segments(t,    # flat truth labels
+                   p,    # flat predicted labels, same size, same pixel order
+                   cap,  # room for this many segments: past it, they are only counted
+                  ):
+    "Segments of constant (truth, prediction) pairs: each one's two labels and length, and their number (the arrays are cut short past `cap`)"
+    seg_t, seg_p, seg_n = np.empty(cap, t.dtype), np.empty(cap, p.dtype), np.empty(cap, np.int64)
+    k, start = 0, 0
+    a, b = t[0], p[0]
+    for i in range(1, t.size):
+        if t[i] != a or p[i] != b:                         # either label changes: the segment ends
+            if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, i - start
+            k += 1; start = i; a, b = t[i], p[i]
+    if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, t.size - start
+    k += 1
+    m = min(k, cap)
+    return seg_t[:m], seg_p[:m], seg_n[:m], k
+
+# %% ../nbs/06_instances.ipynb #21a8993d
+def _segment_table(seg_t, seg_p, lengths):
+    "Intersections, areas and ids from the segments' labels and lengths: one `bincount` over their (truth, prediction) codes"
+    t_ids, ti = _lookup_index(seg_t, background=True)     # label values -> 0, 1, ..., n (ids need not be consecutive)
+    p_ids, pi = _lookup_index(seg_p, background=True)     # row 0 and column 0: the background
+    nt, npr = t_ids.size, p_ids.size
+    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
+    return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
+
+# %% ../nbs/06_instances.ipynb #e78ddc79
+_numpy_label_overlaps, _numpy_label_pair_table = _label_overlaps, _label_pair_table
+
+def _compiled_label_overlaps(truth, pred, check=False):
+    "`_label_overlaps` with the segments from one compiled pass when numba is available (`check`: no negative label, checked on the segments)"
+    t, p = _flat_pair(truth, pred)
+    if not numba_available() or t.size == 0: return _numpy_label_overlaps(truth, pred)
+    cap = max(1024, t.size // 4)                          # nuclei images: a segment per 40 pixels or so
+    seg_t, seg_p, lengths, k = _pair_segments(t, p, cap)
+    if k > cap: seg_t, seg_p, lengths, k = _pair_segments(t, p, k)
+    if check: _labels_array(seg_t, "truth"), _labels_array(seg_p, "prediction")   # every pixel's label is its segment's
+    return _segment_table(seg_t, seg_p, lengths)
+
+def _compiled_label_pair_table(truth, pred):
+    "`_label_pair_table` reading each image once: the signs of the labels checked on the segments, not on every pixel"
+    if not numba_available(): return _numpy_label_pair_table(truth, pred)
+    return _compiled_label_overlaps(_labels_array(truth, "truth", signs=False), _labels_array(pred, "prediction", signs=False), check=True)
+
+_pair_table, _label_pair_table = _compiled_label_overlaps, _compiled_label_pair_table   # from here on, two label images: the one pass
 
 # %% ../nbs/06_instances.ipynb #57638283
 @kernel
