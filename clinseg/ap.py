@@ -564,9 +564,14 @@ def read_wad_label(path, # a WAD 2018 `*_instanceIds.png`
                   ) -> ImageTruth:
     "Read a 16-bit WAD 2018 label PNG into its true objects and ignore region"
     from PIL import Image
-    with Image.open(path) as im:
-        if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
-            raise ValueError(f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
-        a = np.array(im)
+    try:
+        with Image.open(path) as im:
+            if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
+                raise ValueError(f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
+            mask_size((im.height, im.width), str(path))   # the size its header declares, checked before decoding
+            a = np.array(im)
+    except (OSError, SyntaxError, Image.DecompressionBombError) as e:   # missing, not an image, truncated, or declaring billions of pixels
+        if isinstance(e, FileNotFoundError): raise
+        raise ValueError(f"{path}: cannot read it as a label image: {e}") from None
     if a.dtype.kind not in "iu" or a.dtype.itemsize < 2: raise ValueError(f"{path}: read as {a.dtype}, not 16-bit integers")
     return wad_truth(a, what=str(path), order=order)

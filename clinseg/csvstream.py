@@ -4,13 +4,14 @@
 
 # %% ../nbs/12_csvstream.ipynb #60ac8c35
 from __future__ import annotations
-import csv, io, os
+import bisect, csv, io, itertools, os, re
 from dataclasses import dataclass
 import numpy as np
 from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['Problem', 'Report', 'source_name', 'CSVSource', 'header_map', 'csv_chunks', 'read_both_ways', 'Fields']
+__all__ = ['BLOCK_SIZE', 'MAX_HEADER_BYTES', 'MAX_ROW_BYTES', 'Problem', 'Report', 'source_name', 'CSVSource', 'header_map',
+           'csv_chunks', 'read_both_ways', 'Fields']
 
 # %% ../nbs/12_csvstream.ipynb #37bf81b4
 @dataclass(frozen=True)
@@ -31,13 +32,13 @@ class Problem:
 
 # %% ../nbs/12_csvstream.ipynb #fcaaa8ef
 class Report:
-    "Every problem found in one file (the first `limit` kept, the rest counted)"
+    "Every problem found in one file (the first `limit` by row kept, the rest counted)"
     def __init__(self, file, limit=100):
         self.file, self.limit = str(file), limit
         self.problems, self.errors, self.warnings, self.rows = [], 0, 0, 0
         self.checked = []   # what could be checked (e.g. no solution: sizes and missing ids were not)
         self.complete = True  # False when reading stopped early (empty file, unreadable header or bytes): missing ids are not listed
-        self._seen = set()
+        self._seen, self._keys = set(), []   # _keys[k] orders problems[k]: (whole-file, row, order of adding)
 
     def add(self, row, field, message, level="error", once=None):
         "Record a problem; `once` is a key that makes a problem be recorded only the first time"
@@ -46,7 +47,12 @@ class Report:
             self._seen.add(once)
         if level == "error": self.errors += 1
         else: self.warnings += 1
-        if len(self.problems) < self.limit: self.problems.append(Problem(self.file, row, field, message, level))
+        key = (row is None, row or 0, self.errors + self.warnings)
+        if len(self.problems) >= self.limit:   # full: a problem on an earlier row takes the place of the last one
+            if not self.limit or key > self._keys[-1]: return
+            self._keys.pop(); self.problems.pop()
+        k = bisect.bisect(self._keys, key)
+        self._keys.insert(k, key); self.problems.insert(k, Problem(self.file, row, field, message, level))
 
     @property
     def ok(self) -> bool:
@@ -83,34 +89,57 @@ def source_name(source) -> str:
 
 # %% ../nbs/12_csvstream.ipynb #ab055810
 class CSVSource:
-    "A CSV source (path or text stream) opened for streaming, with the bytes read so far for a progress bar"
+    "A CSV source (path, binary stream or text stream) opened for streaming, with the bytes read so far for a progress bar"
     def __init__(self, source): self.source, self.name = source, source_name(source)
     def __enter__(self):
-        if isinstance(self.source, (str, os.PathLike)):
-            self.raw = open(self.source, "rb")
-            self.size, self.pos, self.text = os.fstat(self.raw.fileno()).st_size, self.raw.tell, None
-        else:
-            if hasattr(self.source, "seek") and self.source.seekable(): self.source.seek(0)
-            self.raw, self.text, self.size, self.pos = None, self.source, None, lambda: 0
+        s, self.own, self.raw, self.text, self.size, self.pos = self.source, False, None, None, None, lambda: 0
+        if isinstance(s, (str, os.PathLike)):
+            self.raw, self.own = open(s, "rb"), True
+            self.size, self.pos = os.fstat(self.raw.fileno()).st_size, self.raw.tell
+            return self
+        seekable = getattr(s, "seekable", lambda: False)()
+        if seekable: s.seek(0)
+        if isinstance(s, (io.RawIOBase, io.BufferedIOBase)) or isinstance(s.read(0), bytes):
+            self.raw, self.pos = s, (s.tell if seekable else self.pos)
+        else: self.text = s
         return self
-    def text_from(self, offset, bom=False):
-        "A text stream over the file from byte `offset`, as the csv module wants it"
-        self.raw.seek(offset)
-        self.text = io.TextIOWrapper(self.raw, encoding="utf-8-sig" if bom else "utf-8", newline="")
-        return self.text
     def __exit__(self, *exc):
-        if self.raw is not None: (self.text or self.raw).close()
+        if self.own: self.raw.close()   # a stream is the caller's to close
 
 # %% ../nbs/12_csvstream.ipynb #61a591dc
 _BINARY = {b"\x89PNG": "a PNG image", b"\xff\xd8": "a JPEG image", b"\x1f\x8b": "gzip-compressed", b"PK\x03\x04": "a zip archive",
            b"\x00\x00\x00": "binary data", b"\n\x00\x00\x00": "binary data"}
 
-def _not_text(first, reason, report):
-    "Report a first line that is not UTF-8: what the file seems to be (a whole-file problem), or the header's bytes"
-    what = next((w for magic, w in _BINARY.items() if first.startswith(magic)), None)
-    if what: report.add(None, None, f"not a CSV text file: it is {what}")
-    else: report.add(1, None, f"cannot read the header: not UTF-8 text ({reason})")
+def _binary(head) -> str | None:
+    "What a file seems to be from its first bytes when it is not text (None: it may be text)"
+    return next((w for magic, w in _BINARY.items() if head.startswith(magic)), None)
+
+# %% ../nbs/12_csvstream.ipynb #dfd9aef7
+BLOCK_SIZE = 1 << 20        # bytes the fast path reads at a time (section Making it fast)
+MAX_HEADER_BYTES = 1 << 20  # the longest header line read
+MAX_ROW_BYTES = 1 << 28     # 256 MiB: the longest row read (the `max_row` option), line end included
+
+class _TooLong(Exception):
+    "A line (or a record of several lines) longer than the reader's limit; `row`: where it starts, when known"
+    def __init__(self, row=None): self.row = row
+
+def _too_long(report, row, limit):
+    report.add(row, None, f"the row is longer than {limit:,} bytes, the longest the reader takes (max_row): is a line end missing?")
     report.complete = False
+
+# %% ../nbs/12_csvstream.ipynb #89e4d0aa
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+def _first_line(read, limit):
+    "The first line of a binary stream (its end included) and the bytes read after it; (None, its first bytes) when none ends within `limit` bytes"
+    buf = b""
+    while True:
+        data = read(1 << 16)
+        buf += data                       # a header is short: a few blocks at most
+        m = _LINE_END.search(buf)
+        if m and (m.group() != b"\r" or m.end() < len(buf) or not data): return buf[:m.end()], buf[m.end():]
+        if not data: return buf, b""
+        if len(buf) > limit: return None, buf[:16]
 
 # %% ../nbs/12_csvstream.ipynb #6e1826c5
 def _other_header(names, want, others):
@@ -164,44 +193,121 @@ def _bad_width(row, line, width, report):
     if not row or row == [""]: report.add(line, None, "blank line", "warning")
     else: report.add(line, None, f"{len(row)} fields, expected {width}" + (": a comma inside a value must be quoted" if len(row) > width else ""))
 
+# %% ../nbs/12_csvstream.ipynb #35071a03
+def _blocks(read, rest, size, limit):
+    "Blocks of whole lines of a binary stream after the bytes `rest`, each read of `size` bytes cut at its last line end; `_TooLong` when a line grows past `limit` bytes"
+    pieces, n = [], 0
+    for data in itertools.chain([rest], iter(lambda: read(size), b""), [b""]):   # b"" at the end: the last line, maybe without its end
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1   # a \r at the very end may be half of \r\n
+        if data and not cut:              # no line ends in it: gathered, joined once the line ends
+            pieces.append(data); n += len(data)
+            if n > limit: raise _TooLong()
+            continue
+        block = b"".join(pieces + [data[:cut]]) if data else b"".join(pieces)
+        pieces, n = ([data[cut:]], len(data) - cut) if data else ([], 0)
+        if block: yield block
+
+# %% ../nbs/12_csvstream.ipynb #4cf58af8
+def _byte_lines(blocks, limit):
+    "The lines of blocks of whole lines, line ends kept, cut as `open(newline='')` cuts; `_TooLong` at a line of more than `limit` bytes"
+    for block in blocks:
+        for line in block.splitlines(keepends=True):   # bytes split at \n, \r\n and \r only
+            if len(line) > limit: raise _TooLong()
+            yield line
+
+# %% ../nbs/12_csvstream.ipynb #4880f0bc
+def _text_lines(readline, limit):
+    "The lines of a text stream, as it splits them; `_TooLong` at one of more than `limit` characters"
+    while True:
+        t = readline(limit + 1)
+        if not t: return
+        if len(t) > limit: raise _TooLong()
+        yield t
+
+# %% ../nbs/12_csvstream.ipynb #56e3fd39
+class _Feed:
+    "The lines given to the csv module: decoded one by one, numbered (`line`: the last one given), those of the current record kept"
+    def __init__(self, physical, line, limit):   # physical: lines as bytes (decoded here) or text
+        self.line, self.record, self.size, self.ended, self.limit = line, [], 0, False, limit
+        self.lines = self._decoded(physical)
+    def _decoded(self, physical):
+        for b in physical:
+            t = b if isinstance(b, str) else b.decode("utf-8")   # a UnicodeDecodeError is about line `self.line + 1`
+            self.size += len(t)
+            if self.size > self.limit: raise _TooLong(self.line - len(self.record) + 1)
+            self.line += 1; self.record.append(t)
+            yield t
+        self.ended = True   # the csv module asked past the end: only a quoted field left open makes it do that
+    def next_record(self): self.record.clear(); self.size = 0
+
+# %% ../nbs/12_csvstream.ipynb #6c665930
+def _quote_opens(lines, first):
+    "Number of the line (of a record's `lines`, the first numbered `first`) where its quoted field that is never closed opens"
+    at, quoted = first, False
+    for n, t in enumerate(lines):
+        i = 0
+        while True:
+            if not quoted:
+                j = 0 if n == 0 and i == 0 and t.startswith('"') else t.find(',"', i) + 1 or -1
+                if j < 0: break
+                quoted, at, i = True, first + n, j + 1
+            j = t.find('"', i)
+            if j < 0: break               # the field goes on into the next line
+            if t.startswith('"', j + 1): i = j + 2   # "" inside the field
+            else: quoted, i = False, j + 1
+    return at
+
 # %% ../nbs/12_csvstream.ipynb #2bf3e51a
-def _csv_rows(text, first_line, width, report, present, fix, chunk_rows, progress, pos):
-    "Chunks of rows read by the csv module from a text stream; line numbers continue from `first_line`"
-    reader, lines, rows = csv.reader(text), [], []
+def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
+    "Chunks of rows read by the csv module from the lines of a `_Feed`, with their line numbers"
+    reader, lines, rows, limit = csv.reader(feed.lines), [], [], feed.limit + 1
+    old = csv.field_size_limit(limit)     # a field may be as long as a row; the caller's limit is back at each yield
     try:
         for row in reader:
-            if len(row) != width: _bad_width(row, first_line + reader.line_num, width, report); continue
-            rows.append(fix(row)); lines.append(first_line + reader.line_num)
-            if len(rows) >= chunk_rows:
+            if feed.ended:
+                report.add(_quote_opens(feed.record, feed.line - len(feed.record) + 1), None, "a quoted field opens on this row and is "
+                           'never closed: the rest of the file would be one field (a quote inside a value is written "")')
+                report.complete = False; break
+            line = feed.line; feed.next_record()
+            if len(row) != width: _bad_width(row, line, width, report); continue
+            if len(rows) >= chunk_rows:   # handed over before the next row: the last row stays until the end is known
                 report.rows += len(rows)
                 if progress is not None: progress(pos())
-                yield lines, rows, present
+                csv.field_size_limit(old); yield lines, rows, present; csv.field_size_limit(limit)
                 lines, rows = [], []
+            rows.append(fix(row)); lines.append(line)
     except UnicodeDecodeError as e:
-        report.add(first_line + reader.line_num + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8"); report.complete = False
+        report.add(feed.line + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8"); report.complete = False
+    except _TooLong as e: _too_long(report, e.row or feed.line + 1, feed.limit)
     except csv.Error as e:
-        report.add(first_line + reader.line_num, None, f"not valid CSV: {e}"); report.complete = False
+        report.add(feed.line, None, f"not valid CSV: {e}"); report.complete = False
+    finally: csv.field_size_limit(old)
     if rows:
         report.rows += len(rows)
         yield lines, rows, present
 
 # %% ../nbs/12_csvstream.ipynb #5bd789bc
 def _read_header(src, report, columns):
-    "The header's fields (None when the file cannot be read on), and the bytes of its line"
+    "The header's fields (None when the file cannot be read on), and the bytes read after its line"
+    rest, old = b"", csv.field_size_limit(MAX_HEADER_BYTES + 1)
     try:
-        if src.raw is None:   # a text stream: its reader continues below
-            header = next(csv.reader(src.text))
-            if header and header[0].startswith("\ufeff"): header[0] = header[0][1:]   # a BOM read as text (open() without utf-8-sig)
-            return header, b""
-        first = src.raw.readline()
-        if not first: raise StopIteration
-        try: text = first.decode("utf-8-sig")
-        except UnicodeDecodeError as e: _not_text(first, e.reason, report); return None, first
-        header = next(csv.reader([text]), None)
-        if header is None: raise StopIteration
-        return header, first
-    except StopIteration: report.add(None, None, "the file is empty: expected the header " + ",".join(columns)); report.complete = False
-    except csv.Error as e: report.add(1, None, f"cannot read the header: {e}"); report.complete = False
+        if src.raw is None:   # a text stream
+            text = src.text.readline(MAX_HEADER_BYTES + 1)
+            if text.startswith("\ufeff"): text = text[1:]   # a BOM read as text (open() without utf-8-sig)
+        else:
+            first, rest = _first_line(src.raw.read, MAX_HEADER_BYTES)
+            what = _binary((first or b"") + rest[:8])
+            if what: report.add(None, None, f"not a CSV text file: it is {what}"); report.complete = False; return None, b""
+            try: text = None if first is None else first.decode("utf-8-sig")
+            except UnicodeDecodeError as e: report.add(1, None, f"cannot read the header: not UTF-8 text ({e.reason})"); report.complete = False; return None, b""
+        if text is None or len(text) > MAX_HEADER_BYTES:
+            report.add(1, None, f"the header line is longer than {MAX_HEADER_BYTES:,} bytes: is this a CSV file?"); report.complete = False; return None, b""
+        header = next(csv.reader([text]), None) if text else None
+        if header is not None: return header, rest
+        report.add(None, None, "the file is empty: expected the header " + ",".join(columns))
+    except csv.Error as e: report.add(1, None, f"cannot read the header: {e}")
+    finally: csv.field_size_limit(old)
+    report.complete = False
     return None, b""
 
 # %% ../nbs/12_csvstream.ipynb #f141ac60
@@ -213,21 +319,24 @@ def csv_chunks(src,               # an open `CSVSource`
                progress=None,     # callback(bytes read)
                others=(),         # (label, columns) of other known formats, to name a wrong header
                fast=True,         # plain blocks read without the csv module (False: the csv module only)
-               block=1 << 16,     # bytes per block of the fast path
+               block=BLOCK_SIZE,  # bytes per block of the fast path
                columnar=False,    # plain blocks as `Fields` read by compiled loops (when numba is there), else lists
                runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs in the same pass
+               max_row=MAX_ROW_BYTES, # the longest row read, in bytes: the reader stops at a longer one (section Limits)
               ):
     "(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in `columns` order"
-    header, first = _read_header(src, report, columns)
+    header, rest = _read_header(src, report, columns)
     if header is None: return
     idx = header_map(header, columns, report, optional, others)
     if idx is None: report.complete = False; return
     names, width = [h.strip() for h in header], len(header)
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
-    if src.raw is None: yield from _csv_rows(src.text, 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
-    elif fast: yield from _fast_rows(src, 1, width, report, present, fix, progress, block, *((idx, runs) if columnar and numba_available() else ()))
-    else: yield from _csv_rows(src.text_from(len(first)), 1, width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
+    if src.raw is not None and fast:
+        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((idx, runs) if columnar and numba_available() else ()))
+    else:
+        lines = _text_lines(src.text.readline, max_row) if src.raw is None else _byte_lines(_blocks(src.raw.read, rest, block, max_row), max_row)
+        yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
     if progress is not None: progress(src.pos())
 
 # %% ../nbs/12_csvstream.ipynb #9d312dc9
@@ -254,6 +363,15 @@ def _keep_good(rows, numbers, width, report):
     keep = [k for k in range(len(rows)) if k not in skip]
     return [rows[k] for k in keep], [numbers[k] for k in keep]
 
+# %% ../nbs/12_csvstream.ipynb #68039535
+def _long_line(block, limit):
+    "(index, first byte) of the first line of a plain `block` longer than `limit` bytes, its line end included; None when there is none"
+    if len(block) <= limit: return None
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + 1
+    starts, ends = np.concatenate([[0], ends]), np.concatenate([ends, [len(block)]])
+    long = np.flatnonzero(ends - starts > limit)
+    return (int(long[0]), int(starts[long[0]])) if long.size else None
+
 # %% ../nbs/12_csvstream.ipynb #6dc71ffb
 def _rows_of(block, line, width, report, fix):
     "The good rows of a plain block as lists of fields, their line numbers, and the block's line count; bad widths reported"
@@ -264,36 +382,35 @@ def _rows_of(block, line, width, report, fix):
     return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
 
 # %% ../nbs/12_csvstream.ipynb #6bd2e81c
-def _fast_rows(src, first_line, width, report, present, fix, progress, block_size, idx=None, runs=None):
+def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, idx=None, runs=None):
     "Chunks of rows of a plain file, read block by block (as `Fields` in `idx` order when given); hands over to the csv module at the first block that is not plain"
-    raw, line, rest = src.raw, first_line, b""
-    while True:
-        data = raw.read(block_size)
-        buf = rest + data
-        if data:
-            cut = buf.rfind(b"\n") + 1
-            if not cut: rest = buf; continue
-            block, rest = buf[:cut], buf[cut:]
-        else: block, rest = buf, b""
-        if not block: break
-        if not _plain(block):
-            yield from _csv_rows(src.text_from(raw.tell() - len(buf)), line, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
-            return
-        rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs)
-        line += n
-        report.rows += len(rows)
-        if progress is not None: progress(src.pos())
-        if len(rows): yield numbers, rows, present
-        if not data: break
+    line, blocks = first_line, _blocks(src.raw.read, rest, block_size, limit)
+    try:
+        for block in blocks:
+            if not _plain(block):         # this block and the rest of the file go through the csv module
+                feed = _Feed(_byte_lines(itertools.chain([block], blocks), limit), line, limit)
+                yield from _csv_rows(feed, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
+                return
+            long = _long_line(block, limit)
+            if long is not None: block = block[:long[1]]   # the rows before it are read, then the reader stops
+            if block:
+                rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs)
+                line += n
+                report.rows += len(rows)
+                if progress is not None: progress(src.pos())
+                if len(rows): yield numbers, rows, present
+            if long is not None: _too_long(report, line + 1, limit); return
+    except _TooLong: _too_long(report, line + 1, limit)
 
 # %% ../nbs/12_csvstream.ipynb #748b8be0
-def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=False):
+def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=False, max_row=MAX_ROW_BYTES):
     "Chunks' rows and line numbers and the problems, read by the fast path (tiny blocks) and by the csv module: for tests"
     out = []
     for fast in (True, False):
         r = Report(path)
         with CSVSource(path) as src:
-            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block, columnar=columnar)]
+            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block,
+                                                                         columnar=columnar, max_row=max_row)]
         flat = ([l for ls, _ in rows for l in ls], [list(x) for _, rs in rows for x in rs])
         out.append((flat, [str(p) for p in r.problems], r.rows))
     return out

@@ -4,14 +4,16 @@
 
 # %% ../nbs/10_ct.ipynb #4ce08621
 from __future__ import annotations
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from .runs import mask_size
 from .rle import *
 from .phantom import LPS_TO_RAS
 
 # %% auto #0
-__all__ = ['GEOMETRY_TAGS', 'HW2_SERIES_ORDER', 'stored_to_hu', 'slice_order', 'DicomSeriesError', 'CTSeries',
+__all__ = ['GEOMETRY_TAGS', 'HW2_SERIES_ORDER', 'stored_to_hu', 'slice_order', 'DicomSeriesError', 'check_pixel_data', 'CTSeries',
            'read_dicom_series', 'describe_affine', 'NiftiLabel', 'read_nifti_label', 'GridMismatchError', 'align_label',
            'series_to_nifti_order', 'nifti_to_series_order', 'write_nifti_label']
 
@@ -70,7 +72,7 @@ def _read_slices(files):
         kind = _NOT_SLICES.get(str(ds.get("SOPClassUID", "")))
         if kind: skipped.append((f, kind))
         elif "PixelData" not in ds: skipped.append((f, "no pixel data"))
-        elif int(ds.get("NumberOfFrames", 1) or 1) > 1: skipped.append((f, f"a multi-frame object ({ds.NumberOfFrames} frames)"))
+        elif (n := _whole_tag(ds, "NumberOfFrames", f.name, 1)) > 1: skipped.append((f, f"a multi-frame object ({n} frames)"))
         else: slices.append((f, ds))
     return slices, skipped
 
@@ -100,29 +102,68 @@ def _numbers(ds, keyword):
             words = elem.value.strip(b" \0").split(b"\\")
             if words == [b""]: return None
             try: return [float(w.strip(b" \0")) for w in words]
-            except ValueError: raise DicomSeriesError(f"{keyword} holds {elem.value!r}, not numbers") from None
-    value = ds[keyword].value
-    if value is None or value == "" or (hasattr(value, "__len__") and not isinstance(value, str) and len(value) == 0): return None
-    return [float(v) for v in value] if hasattr(value, "__iter__") and not isinstance(value, str) else [float(value)]
+            except ValueError: raise DicomSeriesError(f"{keyword} {_tag(keyword)} holds {elem.value[:40]!r}, not numbers") from None
+    try:
+        value = ds[keyword].value
+        if value is None or value == "" or (hasattr(value, "__len__") and not isinstance(value, str) and len(value) == 0): return None
+        return [float(v) for v in value] if hasattr(value, "__iter__") and not isinstance(value, str) else [float(value)]
+    except (ValueError, TypeError, OverflowError) as e: raise DicomSeriesError(f"{keyword} {_tag(keyword)} cannot be read as numbers ({e})") from None
+
+
+# %% ../nbs/10_ct.ipynb #95bbaeb4
+def _tag(keyword): from pydicom.tag import Tag; return str(Tag(keyword))   # e.g. (0028,0010) for Rows, for messages
+
+def _whole_tag(ds, keyword, name, default=None) -> int:
+    "The one whole number >= 1 a tag holds (Rows, NumberOfFrames, ...), `default` when absent; an error naming the file and the tag"
+    try: v = _numbers(ds, keyword)
+    except DicomSeriesError as e: raise DicomSeriesError(f"{name}: {e}") from None
+    if v is None and default is not None: return default
+    if v is None: raise DicomSeriesError(f"{name}: missing {keyword} {_tag(keyword)}")
+    if len(v) != 1 or not (math.isfinite(v[0]) and v[0] == int(v[0]) and v[0] >= 1):
+        raise DicomSeriesError(f"{name}: {keyword} {_tag(keyword)} is {v}, not one whole number >= 1")
+    return int(v[0])
+
+
+# %% ../nbs/10_ct.ipynb #4a71e6ce
+_NATIVE = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"}  # uncompressed transfer syntaxes
+
+def check_pixel_data(ds,   # a pydicom dataset (its pixel data may be deferred)
+                     name, # the file's name, for the messages
+                    ) -> tuple[int, int, int]: # (frames, rows, columns)
+    "Frames, rows and columns of a dataset, checked before any pixel is decoded: whole numbers, at most `MAX_MASK_PIXELS` in all, and uncompressed pixel data of exactly frames × Rows × Columns × SamplesPerPixel × BitsAllocated / 8 bytes"
+    frames, rows, cols = (_whole_tag(ds, k, name, d) for k, d in (("NumberOfFrames", 1), ("Rows", None), ("Columns", None)))
+    mask_size((frames, rows, cols), f"{name}: NumberOfFrames × Rows × Columns")
+    ts, elem = str(getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", "") or "1.2.840.10008.1.2"), ds.get_item("PixelData")
+    if elem is not None and ts in _NATIVE:
+        samples, bits = _whole_tag(ds, "SamplesPerPixel", name, 1), _whole_tag(ds, "BitsAllocated", name)
+        need = -(-frames * rows * cols * samples * bits // 8)
+        has = elem.length if elem.value is None else len(elem.value)      # a deferred value: the length its header gives
+        if has not in (need, need + need % 2):
+            raise DicomSeriesError(f"{name}: PixelData (7FE0,0010) holds {has:,} bytes, but NumberOfFrames {frames} × Rows {rows} × Columns {cols} × "
+                                   f"SamplesPerPixel {samples} × BitsAllocated {bits} / 8 = {need:,}: a wrong size tag, or a file cut short")
+    return frames, rows, cols
+
 
 # %% ../nbs/10_ct.ipynb #1e525901
 def _geometry(f, ds):
     "Position (3,), orientation (6,), spacing (2,), size (rows, cols) of one slice, or an error naming the file and tag"
-    from pydicom.datadict import tag_for_keyword
-    from pydicom.tag import Tag
     values = {}
     for tag in GEOMETRY_TAGS:
         try: values[tag] = _numbers(ds, tag)
         except DicomSeriesError as e: raise DicomSeriesError(f"{f.name}: {e}") from None
-        if values[tag] is None: raise DicomSeriesError(f"{f.name}: missing {tag} {Tag(tag_for_keyword(tag))}: cannot place this slice in space")
+        if values[tag] is None: raise DicomSeriesError(f"{f.name}: missing {tag} {_tag(tag)}: cannot place this slice in space")
     ipp, iop, ps = (np.array(values[t], float) for t in GEOMETRY_TAGS[:3])
     if ipp.shape != (3,) or iop.shape != (6,) or ps.shape != (2,):
         raise DicomSeriesError(f"{f.name}: ImagePositionPatient needs 3 numbers, ImageOrientationPatient 6, PixelSpacing 2; "
                                f"found {ipp.size}, {iop.size}, {ps.size}")
+    for tag, v in zip(GEOMETRY_TAGS, (ipp, iop, ps)):
+        if not np.isfinite(v).all(): raise DicomSeriesError(f"{f.name}: {tag} {_tag(tag)} is {v.tolist()}: not finite numbers")
+    if (ps <= 0).any(): raise DicomSeriesError(f"{f.name}: PixelSpacing {_tag('PixelSpacing')} is {ps.tolist()}: a spacing must be > 0 mm")
     x, y = iop[:3], iop[3:]
     if abs(np.linalg.norm(x) - 1) > 1e-3 or abs(np.linalg.norm(y) - 1) > 1e-3 or abs(x @ y) > 1e-3:
         raise DicomSeriesError(f"{f.name}: ImageOrientationPatient {iop.tolist()} is not two perpendicular unit vectors")
-    return ipp, iop, ps, (int(values["Rows"][0]), int(values["Columns"][0]))
+    return ipp, iop, ps, check_pixel_data(ds, f.name)[1:]
+
 
 # %% ../nbs/10_ct.ipynb #d2119685
 def _check_same(files, values, what, tol):
@@ -191,7 +232,8 @@ def _hu_volume(slices, # (path, dataset) pairs in slice order
                cols,   # Columns of every slice
               ) -> np.ndarray:
     "HU of the slices in one float32 array, each slice with its own slope and intercept; an error names a file whose pixels cannot be read"
-    hu = np.empty((len(slices), rows, cols), np.float32)
+    try: hu = np.empty((len(slices), rows, cols), np.float32)
+    except MemoryError: raise DicomSeriesError(f"{slices[0][0].name}: {len(slices)} slices of {rows}×{cols} do not fit in memory as float32 HU") from None
     for k, (f, ds) in enumerate(slices):
         slope, intercept = _rescale(ds)
         try: pix = _pixels(ds)
@@ -282,8 +324,11 @@ def _series_of(slices,     # (path, dataset) pairs of one series
     thickness = thickness[0] if thickness else None
     if vec is None:  # one slice: the step is unknown; use the tags (SpacingBetweenSlices, else SliceThickness, else 1)
         between = _numbers(slices[0][1], "SpacingBetweenSlices")
-        step = between[0] if between else (thickness or 1.0)
+        step = between[0] if between else (1.0 if thickness is None else thickness)
+        if not (math.isfinite(step) and step > 0):
+            raise DicomSeriesError(f"{names[0].name}: {'SpacingBetweenSlices' if between else 'SliceThickness'} is {step}: the slice step must be > 0 mm")
         vec = normal * step
+    mask_size((len(order), rows, cols), f"{names[0].name}: the series' slices × Rows × Columns")
     hu = _hu_volume([slices[i] for i in order], rows, cols)
     header = slices[order[0]][1]
     affine = np.eye(4)
@@ -339,14 +384,30 @@ class NiftiLabel:
 # %% ../nbs/10_ct.ipynb #343a3a54
 def read_nifti_label(path, # a .nii or .nii.gz label file
                     ) -> NiftiLabel:
-    "Read a NIfTI label: the integer array in the file's axis order and its RAS affine"
+    "Read a NIfTI label: the integer array in the file's axis order and its RAS affine (finite and invertible), or an error naming the file"
     import nibabel as nib
     path = Path(path)
     try: img = nib.load(str(path))
     except Exception as e: raise ValueError(f"{path.name}: cannot be read as NIfTI ({e})") from e
     if img.header["sform_code"] == 0 and img.header["qform_code"] == 0:
         raise ValueError(f"{path.name}: neither sform nor qform is set, so the file does not say where its voxels are")
-    return NiftiLabel(_label_data(img.dataobj, path.name), np.asarray(img.affine, float), path)
+    affine = _checked_affine(img.affine, path.name)
+    mask_size(img.shape, f"{path.name}: the voxels its header declares")
+    try: data = np.asanyarray(img.dataobj)
+    except Exception as e:   # EOFError of a .nii.gz cut short, zlib.error, OSError, MemoryError, ...
+        raise ValueError(f"{path.name}: its voxels cannot be read, the file is cut short or damaged ({type(e).__name__}: {e})") from None
+    return NiftiLabel(_label_data(data, path.name), affine, path)
+
+
+# %% ../nbs/10_ct.ipynb #0b63008e
+def _checked_affine(affine, what) -> np.ndarray:
+    "The affine as floats; an error naming `what` unless it is a finite 4 × 4 whose 3 × 3 part is invertible (each voxel axis has a length and a direction)"
+    a = np.asarray(affine, float)
+    if a.shape != (4, 4) or not np.isfinite(a).all(): raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not a finite 4×4 matrix")
+    if (r := np.linalg.matrix_rank(a[:3, :3])) < 3:
+        raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not invertible (rank {r} of 3): it does not say where its voxels are")
+    return a
+
 
 # %% ../nbs/10_ct.ipynb #df5f5630
 def _label_data(data, # the label's array
@@ -396,14 +457,15 @@ def _mismatch(lab_affine, affine, drift):
 
 # %% ../nbs/10_ct.ipynb #2b655dd2
 def _as_nifti_label(label) -> NiftiLabel:
-    "A NiftiLabel from a NiftiLabel, a nibabel image or a path, its array checked; an error for anything without an affine"
+    "A NiftiLabel from a NiftiLabel, a nibabel image or a path, its array and affine checked; an error for anything without an affine"
     if isinstance(label, (str, Path)): return read_nifti_label(label)
-    if isinstance(label, NiftiLabel): return NiftiLabel(_label_data(label.data, "the label"), np.asarray(label.affine, float), label.path)
+    if isinstance(label, NiftiLabel): return NiftiLabel(_label_data(label.data, "the label"), _checked_affine(label.affine, "the label"), label.path)
     if hasattr(label, "dataobj") and hasattr(label, "affine"):
-        name = getattr(label, "get_filename", lambda: None)() or "the nibabel image"
-        return NiftiLabel(_label_data(label.dataobj, Path(name).name), np.asarray(label.affine, float))
+        name = Path(getattr(label, "get_filename", lambda: None)() or "the nibabel image").name
+        return NiftiLabel(_label_data(label.dataobj, name), _checked_affine(label.affine, name))
     raise TypeError(f"label must be a NiftiLabel, a nibabel image or a path, not {type(label).__name__}: a bare array does not say "
                     "where its voxels are (wrap it as NiftiLabel(array, affine))")
+
 
 # %% ../nbs/10_ct.ipynb #228e2da9
 def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a NIfTI file

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
+from .ct import check_pixel_data
+
 
 # %% auto #0
 __all__ = ['DicomSeg', 'frames_to_masks', 'read_dicom_seg']
@@ -70,8 +72,10 @@ def _frame_slice(seg,    # the SEG dataset
                  name,   # the SEG file's name, for errors
                 ) -> int:
     "The series slice frame i lies on: by referenced SOP UID and/or by position, which must agree"
-    uid, pos, _ = _frame_geometry(seg, i)
-    iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
+    try: uid, pos, _ = _frame_geometry(seg, i); iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
+    except (ValueError, TypeError) as e: raise ValueError(f"{name}: frame {i + 1}: its position or orientation is not numbers ({e})") from None
+    for tag, v in (("ImagePositionPatient (0020,0032)", pos), ("ImageOrientationPatient (0020,0037)", iop)):
+        if v is not None and not np.isfinite(v).all(): raise ValueError(f"{name}: frame {i + 1}: {tag} is {np.asarray(v, float).tolist()}: not finite numbers")
     if iop is not None:
         d = series.direction
         if np.abs(np.array(iop) - np.concatenate([d[:, 2], d[:, 1]])).max() > 1e-3:
@@ -118,13 +122,14 @@ def read_dicom_seg(path,          # a DICOM SEG file
     except Exception as e: raise ValueError(f"{path.name}: cannot be read as DICOM ({e})") from None
     if str(seg.get("SOPClassUID", "")) != "1.2.840.10008.5.1.4.1.1.66.4": raise ValueError(f"{path.name}: not a DICOM SEG")
     if match not in ("auto", "uid", "position"): raise ValueError(f"match must be 'auto', 'uid' or 'position', not {match!r}")
-    shape = series.shape
-    if (int(seg.Rows), int(seg.Columns)) != shape[1:]:
+    shape, (_, rows, cols) = series.shape, check_pixel_data(seg, path.name)   # the sizes and the pixel data's length, before decoding
+    if (rows, cols) != shape[1:]:
         raise ValueError(f"{path.name}: frames are {seg.Rows}×{seg.Columns}, the series' slices {shape[1]}×{shape[2]}")
     ref = seg.get("ReferencedSeriesSequence")
     if ref and "SeriesInstanceUID" in ref[0] and series.series_uid and str(ref[0].SeriesInstanceUID) != series.series_uid:
         raise ValueError(f"{path.name}: segments series {ref[0].SeriesInstanceUID}, not this one ({series.series_uid})")
-    frames = seg.pixel_array.reshape(-1, *shape[1:])
+    try: frames = seg.pixel_array.reshape(-1, *shape[1:])
+    except Exception as e: raise ValueError(f"{path.name}: its pixel data cannot be decoded ({type(e).__name__}: {e})") from None
     frames = frames_to_masks(frames, seg.get("SegmentationType", "BINARY"), seg.get("MaximumFractionalValue", 255))
     slices = np.array([_frame_slice(seg, i, series, match, tol, path.name) for i in range(len(frames))], int)
     names = {int(s.SegmentNumber): str(s.get("SegmentLabel", "")) for s in seg.get("SegmentSequence", [])}

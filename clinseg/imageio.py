@@ -4,14 +4,14 @@
 
 # %% ../nbs/11_imageio.ipynb #6269eb74
 from __future__ import annotations
-import math, struct, threading
+import io, math, struct, threading
 from pathlib import Path
 import hashlib
 import numpy as np
 
 # %% auto #0
-__all__ = ['MAX_PIXELS', 'ImageError', 'read_image', 'read_label_png', 'read_nifti', 'write_image', 'DatasetError', 'need_file',
-           'dataset_root', 'split_samples', 'hex_id']
+__all__ = ['MAX_PIXELS', 'ImageError', 'read_image', 'image_shape', 'read_label_png', 'read_nifti', 'write_image', 'DatasetError',
+           'need_file', 'dataset_root', 'split_samples', 'hex_id']
 
 # %% ../nbs/11_imageio.ipynb #5b2f75d9
 class ImageError(ValueError):
@@ -42,38 +42,68 @@ def _check_size(p, dims, unit="pixels (height×width)"):
 # %% ../nbs/11_imageio.ipynb #0c904018
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error)   # what Pillow raises for a damaged file
 
+def _opened(p, what, data):
+    "The image `p` (or its bytes `data`) opened, its header read and no pixel decoded; an `ImageError` naming `p` if it cannot be"
+    from PIL import UnidentifiedImageError
+    if data is None and not p.exists(): raise ImageError(f"{p}: missing ({what})")
+    if data is None and p.is_dir(): raise ImageError(f"{p}: is a folder, expected {what}")
+    try: return _open_header(p if data is None else io.BytesIO(data))
+    except UnidentifiedImageError: raise ImageError(f"{p}: not an image Pillow can read, expected {what}") from None
+    except _DECODE_ERRORS as e: raise ImageError(f"{p}: cannot be opened as {what} ({type(e).__name__}: {e})") from None
+
+def _check_shape(p, hw, shape, what):
+    "An `ImageError` naming both sizes when the (height, width) `hw` of file `p` is not `shape` (None: any size)"
+    if shape is not None and tuple(hw) != tuple(shape):
+        raise ImageError(f"{p}: {hw[0]}×{hw[1]} pixels (height×width), expected {shape[0]}×{shape[1]} for {what}")
+
+
+# %% ../nbs/11_imageio.ipynb #0c904019
 def read_image(path,             # an image file Pillow reads (PNG, JPEG, TIFF, ...)
                what="an image",  # what the file should be, for the messages (e.g. "a nucleus mask")
                convert=None,     # a Pillow mode to convert the decoded pixels to (e.g. "RGBA"); None: as stored
+               shape=None,       # the (height, width) the file must have, checked in its header before decoding; None: any
+               data=None,        # the file's bytes, already read (e.g. sent to a worker): decoded instead, `path` names them
               ) -> tuple[str, np.ndarray]: # the file's Pillow mode, and its pixels
-    "Mode and pixels of an image file, all decoded now; `ImageError` naming the file if it is missing, no image, truncated, or declares over `MAX_PIXELS` pixels (checked before decoding: a few hundred bytes of PNG can declare 10 G)"
-    from PIL import Image, UnidentifiedImageError
+    "Mode and pixels of an image file, all decoded now; `ImageError` naming the file if it is missing, no image, truncated, not of `shape`, or declares over `MAX_PIXELS` pixels (sizes checked before decoding: a few hundred bytes of PNG can declare 10 G)"
+    from PIL import Image
     p = Path(path)
-    if not p.exists(): raise ImageError(f"{p}: missing ({what})")
-    if p.is_dir(): raise ImageError(f"{p}: is a folder, expected {what}")
-    try: im = _open_header(p)
-    except UnidentifiedImageError: raise ImageError(f"{p}: not an image Pillow can read, expected {what}") from None
-    except _DECODE_ERRORS as e: raise ImageError(f"{p}: cannot be opened as {what} ({type(e).__name__}: {e})") from None
-    with im:
-        _check_size(p, im.size[::-1])      # Pillow's (width, height) as numpy's (height, width)
+    with _opened(p, what, data) as im:
+        _check_shape(p, im.size[::-1], shape, what)   # Pillow's (width, height) as numpy's (height, width)
+        _check_size(p, im.size[::-1])
         try: im.load()                     # decode every pixel now: a truncated file fails here, with its name
         except Image.DecompressionBombError as e: raise ImageError(f"{p}: {e}") from None
         except _DECODE_ERRORS as e: raise ImageError(f"{p}: truncated or damaged, cannot be decoded as {what} ({type(e).__name__}: {e})") from None
         return im.mode, np.array(im.convert(convert) if convert else im)
+
+
+# %% ../nbs/11_imageio.ipynb #0c90401a
+def image_shape(path,            # an image file Pillow reads
+                what="an image", # what the file should be, for the messages
+                shape=None,      # the (height, width) it must have; None: any
+               ) -> tuple[int, int]: # (height, width)
+    "The (height, width) an image file's header declares, no pixel decoded (a few hundred bytes read); `ImageError` naming the file if it is missing, no image or not of `shape`"
+    p = Path(path)
+    with _opened(p, what, None) as im: hw = im.size[::-1]
+    _check_shape(p, hw, shape, what)
+    return hw
+
 
 # %% ../nbs/11_imageio.ipynb #778a0516
 _LABEL_MODES = ("I;16", "I;16B", "I;16L", "I")
 
 def read_label_png(path,                       # a 16-bit label PNG, e.g. a WAD 2018 `*_instanceIds.png`
                    what="a 16-bit label image", # what the file should be, for the messages
+                   shape=None,                 # the (height, width) it must have (checked before decoding); None: any
+                   data=None,                  # its bytes, already read: decoded instead, `path` names them
                   ) -> np.ndarray:             # the labels, 16-bit (or wider) integers
-    "The integer labels of a 16-bit label PNG; `ImageError` naming the file for any other mode"
+    "The integer labels of a 16-bit label PNG; `ImageError` naming the file for any other mode or size"
     p = Path(path)
-    mode, a = read_image(p, what)
+    mode, a = read_image(p, what, shape=shape, data=data)
     if mode not in _LABEL_MODES:
         raise ImageError(f"{p}: mode {mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
     if a.dtype.kind not in "iu" or a.dtype.itemsize < 2: raise ImageError(f"{p}: read as {a.dtype}, not 16-bit integers")
     return a
+
 
 # %% ../nbs/11_imageio.ipynb #32b09b81
 def read_nifti(path,                # a NIfTI file (.nii or .nii.gz)

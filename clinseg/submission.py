@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 import numpy as np
-from .runs import Objects, find_overlaps
+from .runs import Objects, find_overlaps, mask_size, whole_number
 from .rle import get_convention, parse_many
-from .csvstream import CSVSource, Fields, Report, csv_chunks, source_name
+from .csvstream import BLOCK_SIZE, CSVSource, Fields, Report, csv_chunks, source_name
 from .kernels import kernel, numba_available
 
 # %% auto #0
@@ -350,7 +350,7 @@ def read_groups(source,          # path or text stream of a submission (or of a 
                 known=None,      # `KnownIds` (default: the solution's, from `shapes`)
                 others=(),       # (label, columns) of other competitions' headers, to name a wrong one
                 fast=True,       # the csv reader's fast path (False: the csv module only)
-                block=1 << 16,   # bytes per block of the fast path
+                block=BLOCK_SIZE, # bytes per block of the fast path
                 only=None,       # second pass: gather only these ids, report nothing
                ):
     "Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report`"
@@ -389,12 +389,18 @@ def _finish(st, source, comp, report, shapes, expected, solution, known, others,
 # %% ../nbs/13_submission.ipynb #28457e6f
 USAGES = ("Public", "Private", "Ignored")
 
-def _parse_shape(texts):
-    "An image shape from the solution's size fields: (H, W) from two, or 'AxBxC' from one; ValueError when not whole numbers > 0"
+def _parse_shape(texts, names):
+    "An image shape from the solution's size fields `texts` (columns `names`): (H, W) from two, or 'AxBxC' from one; ValueError(field, message) when not whole numbers >= 1 or too large"
     dims = texts[0].lower().split("x") if len(texts) == 1 else texts
-    shape = tuple(int(d) for d in dims)
-    if not shape or min(shape) <= 0: raise ValueError
-    return shape
+    shape = []
+    for d, f in zip(dims, names * len(dims) if len(texts) == 1 else names):
+        try: n = whole_number(d, f)
+        except ValueError as e: raise ValueError(f, str(e).removeprefix(f + ": ")) from None
+        if n == 0: raise ValueError(f, "0 is not an image size: a side is at least 1 pixel")
+        shape.append(n)
+    try: mask_size(tuple(shape), "the image")
+    except ValueError as e: raise ValueError("/".join(names), str(e)) from None
+    return tuple(shape)
 
 # %% ../nbs/13_submission.ipynb #fc047474
 @dataclass
@@ -435,9 +441,8 @@ def _solution_row(line, row, at, k_shape, present, n, report, state):
     key = tuple(row[k] for k in k_shape)
     shape = sizes.get(key)
     if shape is None:
-        try: shape = sizes[key] = _parse_shape(key)
-        except ValueError:
-            report.add(line, "/".join(state["names"]), f"{' x '.join(key)!r} is not an image size"); return
+        try: shape = sizes[key] = _parse_shape(key, state["names"])
+        except ValueError as e: report.add(line, *e.args); return
     i, u = row[at[0]] if len(at) == 1 else KEY_SEPARATOR.join(row[k] for k in at), row[n] if present else None
     name = key_text(state["comp"], i)
     if present and u not in USAGES: report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")

@@ -8,7 +8,7 @@ import hashlib, importlib, importlib.metadata, importlib.util, io, sys, warnings
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
-from .csvstream import Report
+from .csvstream import BLOCK_SIZE, Report
 from .submission import Competition, Solution, SubmissionError, read_csv_solution
 from .scoring import SubmissionScore, read_sample_ids as _sample_ids, score_file, validate_file
 from .competitions import BUILT_IN
@@ -119,7 +119,7 @@ def validate(submission,      # path (or text stream) of the submission CSV
              progress=False,  # a progress bar on stderr
              sample=None,     # without a solution: the sample submission (path), whose ids are the valid ones
              fast=True,       # the csv reader's fast path (False: the csv module alone, as a cross-check)
-             block=1 << 16,   # bytes per block of the fast path
+             block=BLOCK_SIZE, # bytes per block of the fast path (1 MiB)
             ) -> Report:
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
     comp = get_competition(competition)

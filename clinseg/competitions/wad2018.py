@@ -4,25 +4,25 @@
 
 # %% ../../nbs/competitions/wad2018.ipynb #905f6eaa
 from __future__ import annotations
-import io, math, os
+import math, os, re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 import numpy as np
-from ..runs import mask_to_runs, merge_touching_runs
+from ..runs import as_shape, mask_size, mask_to_runs, merge_touching_runs, whole_number
 from ..rle import format_runs, parse_many
 from ..instances import label_to_runs
 from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, ImageTruth, average_precision, read_wad_label,
                         synthetic_scene, wad_truth)
-from ..imageio import DatasetError, dataset_root, read_image, split_samples, write_image
+from ..imageio import DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples, write_image
 from ..submission import Competition, Solution, SubmissionError, read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0
 __all__ = ['WAD_COLOURS', 'WAD_RUNS_COLUMNS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset',
-           'wad_dataset', 'check_wad_rows', 'read_wad_solution', 'wad_solution_truth', 'wad_runs_rows',
-           'write_wad_runs', 'score_wad', 'write_wad', 'write_wad_solution', 'plot_wad_score', 'wad_baseline',
-           'confidence_ranking', 'plot_ranking', 'ranking_explorer']
+           'wad_dataset', 'check_wad_rows', 'read_wad_solution', 'wad_label_truth', 'wad_solution_truth',
+           'wad_runs_rows', 'write_wad_runs', 'score_wad', 'write_wad', 'write_wad_solution', 'plot_wad_score',
+           'wad_baseline', 'wad_competition', 'confidence_ranking', 'plot_ranking', 'ranking_explorer']
 
 # %% ../../nbs/competitions/wad2018.ipynb #200890b6
 WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
@@ -108,17 +108,25 @@ def wad_dataset(folder,            # where to write the layout
 # %% ../../nbs/competitions/wad2018.ipynb #0f402085
 def _label_id(text):
     "LabelId of one row, or the reason it is not one"
-    lab = int(text)
+    lab = whole_number(text, "LabelId")
     if lab not in WAD_CLASSES:
         names = ", ".join(f"{c} {n}" for c, n in WAD_CLASSES.items())
         raise ValueError(f"LabelId {lab} is not an evaluated class ({names})" + ("; 37 rider is not evaluated" if lab == 37 else ""))
     return lab
 
+
 # %% ../../nbs/competitions/wad2018.ipynb #816dd3bf
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")   # ASCII digits, at most one point, an optional exponent
+
 def _confidence(text):
+    "Confidence of one row, in (0, 1], or the reason it is not one"
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(f"Confidence {text[:40]!r} is not a decimal number (ASCII digits with at most one '.' and an exponent such as e-05; "
+                         "no sign, space, '_', nan or inf)")
     c = float(text)
-    if not 0 < c <= 1: raise ValueError(f"Confidence {text} is not in (0, 1]")
+    if not 0 < c <= 1: raise ValueError(f"Confidence {text[:40]} is not in (0, 1]")
     return c
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #f8ad765e
 def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
@@ -127,18 +135,16 @@ def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
     for k, r in enumerate(rows):
         line = lines[k]
         try: labels[k] = _label_id(r[1])
-        except ValueError as e:
-            report.add(line, "LabelId", str(e) if "evaluated" in str(e) else f"LabelId {r[1]!r} is not a whole number"); ok[k] = False
+        except ValueError as e: report.add(line, "LabelId", str(e)); ok[k] = False
         try: confs[k] = _confidence(r[2])
-        except ValueError as e:
-            report.add(line, "Confidence", str(e) if "not in" in str(e) else f"Confidence {r[2]!r} is not a number"); ok[k] = False
-        try: pc = int(r[3])
-        except ValueError:
-            report.add(line, "PixelCount", f"PixelCount {r[3]!r} is not a whole number"); ok[k] = False; continue
+        except ValueError as e: report.add(line, "Confidence", str(e)); ok[k] = False
+        try: pc = whole_number(r[3], "PixelCount")
+        except ValueError as e: report.add(line, "PixelCount", str(e)); ok[k] = False; continue
         if not 0 < pc < sizes[k]: report.add(line, "PixelCount", f"PixelCount {pc} must be > 0 and < {sizes[k]} (H·W)"); ok[k] = False
         elif sums[k] is not None and pc != sums[k]:
             report.add(line, "PixelCount", f"PixelCount {pc} is not the total of the run lengths, {sums[k]}"); ok[k] = False
     return {"labels": labels, "confidences": confs}
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #dbe8e591
 def _label_ids(folder):
@@ -151,31 +157,34 @@ def _label_ids(folder):
     return ids
 
 # %% ../../nbs/competitions/wad2018.ipynb #66a9ada9
-def read_wad_solution(source, comp) -> Solution:
-    "The ids of a WAD solution, each of the fixed frame size: a folder of `*_instanceIds.png`, or a run-length solution file"
-    p = Path(source)
+def read_wad_solution(source, comp, shape=None) -> Solution:
+    "The ids of a WAD solution, each of the frame size `shape` (default: the competition's): a folder of `*_instanceIds.png`, each label's size checked in its header, or a run-length solution file"
+    p, frame = Path(source), comp.shape if shape is None else wad_competition(shape).shape
     ids = _runs_file_ids(p) if p.is_file() else _label_ids(p)
-    return Solution(comp, p, {i: WAD_FRAME for i in ids}, None)
+    for i in ([] if p.is_file() else ids):
+        image_shape(p / f"{i}_instanceIds.png", "a WAD label image, the frame size (another frame size: wad_competition((H, W)) as the competition)", frame)
+    return Solution(comp, p, {i: frame for i in ids}, None)
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #d7bea97a
-def _png_truth(data, what) -> ImageTruth:
-    "The `ImageTruth` of the bytes of a WAD label PNG (decoded where this runs: a worker needs no access to the folder)"
-    from PIL import Image
-    with Image.open(io.BytesIO(data)) as im:
-        if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
-            raise ValueError(f"{what}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
-        a = np.array(im)
-    return wad_truth(a, what=what)
+def wad_label_truth(path,            # a WAD label image, `<frame>_instanceIds.png`
+                    shape=WAD_FRAME, # the (height, width) it must have; None: any
+                    data=None,       # its bytes, already read (a worker gets the bytes, not the folder)
+                   ) -> ImageTruth:
+    "The `ImageTruth` of a WAD label PNG, its size checked in the header before decoding; an `ImageError` names the file if it is missing, damaged, not 16-bit or not of `shape`"
+    return wad_truth(read_label_png(path, "a WAD label image", shape=shape, data=data), what=str(path))
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #e68c48b9
-def _labels_on(executor, folder, ids, inflight=8):
+def _labels_on(executor, folder, ids, shapes, inflight=8):
     "(id, `ImageTruth`) of label images decoded on `executor`, in order, at most `inflight` frames in flight"
     pending = deque()
     for i in ids:
         p = folder / f"{i}_instanceIds.png"
-        pending.append((i, executor.submit(_png_truth, p.read_bytes(), str(p))))
+        pending.append((i, executor.submit(wad_label_truth, p, shapes[i], p.read_bytes())))
         while len(pending) > inflight: j, fut = pending.popleft(); yield j, fut.result()
     while pending: j, fut = pending.popleft(); yield j, fut.result()
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #fe574490
 def wad_solution_truth(sol,            # a WAD `Solution` (a label folder or a run-length solution file)
@@ -186,31 +195,34 @@ def wad_solution_truth(sol,            # a WAD `Solution` (a label folder or a r
     src = Path(sol.source)
     if src.is_file():
         for i, rows in _runs_file_frames(src):
-            if only is None or i in only: yield i, _runs_frame_truth(src, i, rows)
+            if only is None or i in only: yield i, _runs_frame_truth(src, i, rows, sol.shapes.get(i, sol.competition.shape))
         return
     ids = [i for i in sol.order if only is None or i in only]
-    if executor is None: yield from ((i, read_wad_label(src / f"{i}_instanceIds.png")) for i in ids)
-    else: yield from _labels_on(executor, src, ids)
+    if executor is None: yield from ((i, wad_label_truth(src / f"{i}_instanceIds.png", sol.shapes[i])) for i in ids)
+    else: yield from _labels_on(executor, src, ids, sol.shapes)
 
 # %% ../../nbs/competitions/wad2018.ipynb #80d11787
 WAD_RUNS_COLUMNS = ("ImageId", "LabelValue", "PixelCount", "EncodedPixels")   # the header of a run-length solution file
 
 # %% ../../nbs/competitions/wad2018.ipynb #c6e4f0e6
-def wad_runs_rows(i,      # the frame id
-                  truth,  # its `ImageTruth` (from `read_wad_label` or `wad_truth`)
-                 ) -> list[str]:  # the lines, each ending in a newline
+def wad_runs_rows(i,                # the frame id
+                  truth,            # its `ImageTruth` (from `read_wad_label` or `wad_truth`)
+                  shape=WAD_FRAME,  # the frame (height, width)
+                 ) -> list[str]:    # the lines, each ending in a newline
     "The lines of one frame in a run-length solution file: its background count, each instance's runs, its ignore region"
-    if truth.shape != WAD_FRAME: raise ValueError(f"frame {i}: {truth.shape[0]}×{truth.shape[1]}, WAD frames are {WAD_FRAME[0]}×{WAD_FRAME[1]}")
+    if truth.shape != tuple(shape): raise ValueError(f"frame {i}: {truth.shape[0]}×{truth.shape[1]}, the frames are {shape[0]}×{shape[1]}")
     rows = [(int(v), s, l) for v, (s, l) in zip(truth.ids.tolist(), truth.runs)]
     if truth.ignore[0].size: rows.append((WAD_IGNORE, *truth.ignore))
-    rest = math.prod(WAD_FRAME) - sum(int(l.sum()) for _, _, l in rows)
+    rest = math.prod(shape) - sum(int(l.sum()) for _, _, l in rows)
     return [f"{i},{WAD_BACKGROUND},{rest},\n"] + [f"{i},{v},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n" for v, s, l in rows]
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #3cd76cf7
 def write_wad_runs(path,            # the run-length solution file to write (CSV)
                    labels,          # a WAD label folder (`<id>_instanceIds.png`), or {id: label image or `ImageTruth`}
                    overwrite=False, # replace an existing file
                    executor=None,   # a `concurrent.futures.Executor` to decode the label images on
+                   shape=WAD_FRAME, # the frame (height, width) every label must have
                   ) -> Path:
     "Convert a WAD label folder, once, into a run-length solution file that `score` and `validate` read instead"
     path = Path(path)
@@ -219,12 +231,13 @@ def write_wad_runs(path,            # the run-length solution file to write (CSV
         frames = ((i, t if isinstance(t, ImageTruth) else wad_truth(t, what=f"frame {i}")) for i, t in labels.items())
     else:
         folder, ids = Path(labels), _label_ids(labels)
-        frames = _labels_on(executor, folder, ids) if executor is not None else ((i, read_wad_label(folder / f"{i}_instanceIds.png")) for i in ids)
+        frames = (_labels_on(executor, folder, ids, dict.fromkeys(ids, tuple(shape))) if executor is not None else
+                  ((i, wad_label_truth(folder / f"{i}_instanceIds.png", shape)) for i in ids))
     part = path.with_name(path.name + ".partial")
     try:
         with open(part, "w", encoding="utf-8", newline="") as f:
             f.write(",".join(WAD_RUNS_COLUMNS) + "\n")
-            for i, t in frames: f.writelines(wad_runs_rows(i, t))
+            for i, t in frames: f.writelines(wad_runs_rows(i, t, shape))
         os.replace(part, path)
     finally: part.unlink(missing_ok=True)
     return path
@@ -259,21 +272,22 @@ def _runs_file_ids(path):
     return list(ids)
 
 # %% ../../nbs/competitions/wad2018.ipynb #d0c49108
-def _runs_frame_fields(path, rows):
+def _runs_frame_fields(path, rows, shape):
     "LabelValue and PixelCount of a frame's rows as integers, and the runs of all but the first (checked by `parse_many`)"
-    try: values, counts = (np.array([int(r[k]) for _, r in rows], np.int64) for k in (1, 2))
-    except ValueError:
-        n, r = next((n, r) for n, r in rows if not (r[1].isdigit() and r[2].isdigit()))
-        raise ValueError(f"{path}: row {n}: field LabelValue/PixelCount: {r[1]!r}, {r[2]!r} are not whole numbers") from None
-    offsets, starts, lengths, errors = parse_many([r[3] for _, r in rows[1:]], "wad2018", WAD_FRAME)
+    fields = np.zeros((len(rows), 2), np.int64)
+    for k, (n, r) in enumerate(rows):
+        try: fields[k] = whole_number(r[1], "LabelValue"), whole_number(r[2], "PixelCount")
+        except ValueError as e: raise ValueError(f"{path}: row {n}: field {e}") from None
+    offsets, starts, lengths, errors = parse_many([r[3] for _, r in rows[1:]], "wad2018", shape)
     if errors:
         k = min(errors); raise ValueError(f"{path}: row {rows[k + 1][0]}: field EncodedPixels: {errors[k]}")
-    return values, counts, offsets, starts, lengths
+    return fields[:, 0], fields[:, 1], offsets, starts, lengths
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #1d6deb18
-def _runs_frame_truth(path, i, rows) -> ImageTruth:
+def _runs_frame_truth(path, i, rows, shape=WAD_FRAME) -> ImageTruth:
     "The `ImageTruth` of one frame's rows of a run-length solution file, every rule of the file checked"
-    values, counts, offsets, starts, lengths = _runs_frame_fields(path, rows)
+    values, counts, offsets, starts, lengths = _runs_frame_fields(path, rows, shape)
     at = lambda k, field, msg: ValueError(f"{path}: row {rows[k][0]}: field {field}: frame {i}: {msg}")
     if values[0] != WAD_BACKGROUND or rows[0][1][3]: raise at(0, "LabelValue", f"its first row is the background, 255 with no runs, not {values[0]}")
     cs = np.concatenate([[0], np.cumsum(lengths)])
@@ -282,7 +296,7 @@ def _runs_frame_truth(path, i, rows) -> ImageTruth:
     if bad.size: k = int(bad[0]); raise at(k + 1, "LabelValue/PixelCount", f"value {v[k]} with {counts[k + 1]} pixels and runs of {sums[k]}: "
                                           "expected an instance (class*1000+k) or 65535, with the total of its runs")
     if (np.diff(v) <= 0).any(): k = int(np.flatnonzero(np.diff(v) <= 0)[0]) + 1; raise at(k + 1, "LabelValue", f"value {v[k]} is out of order or repeated")
-    if counts.sum() != math.prod(WAD_FRAME): raise at(0, "PixelCount", f"the counts add up to {counts.sum()}, not H·W = {math.prod(WAD_FRAME)}")
+    if counts.sum() != math.prod(shape): raise at(0, "PixelCount", f"the counts add up to {counts.sum()}, not H·W = {math.prod(shape)}")
     order = np.argsort(starts, kind="stable")
     over = np.flatnonzero(starts[order][1:] < (starts + lengths)[order][:-1])
     if over.size:
@@ -290,10 +304,11 @@ def _runs_frame_truth(path, i, rows) -> ImageTruth:
     obj = np.flatnonzero(v != WAD_IGNORE)
     runs = [(starts[offsets[k]:offsets[k + 1]], lengths[offsets[k]:offsets[k + 1]]) for k in obj.tolist()]
     ig = (starts[offsets[-2]:], lengths[offsets[-2]:]) if v.size and v[-1] == WAD_IGNORE else None
-    return ImageTruth(WAD_FRAME, runs, v[obj] // 1000, None, ig, v[obj])
+    return ImageTruth(tuple(shape), runs, v[obj] // 1000, None, ig, v[obj])
 
 # %% ../../nbs/competitions/wad2018.ipynb #f084e2a3
 WAD_OPTIONS = ("thresholds", "mode", "compare", "ignore_overlap", "max_dets", "min_region_size")
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #1de44a17
 def _class_rows(res):
@@ -319,6 +334,7 @@ def score_wad(comp, sol, submission, report, progress, options, reader, executor
     if not report.ok: raise SubmissionError(report)
     res = average_precision(dict(wad_solution_truth(sol, executor=executor)), preds, classes=WAD_CLASSES, **options)
     return SubmissionScore(comp.name, float(res.ap), None, None, Table(_class_rows(res)), report, {**options, "images": len(sol)})
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #b7db4aa2
 def _wad_record(rec, k):
@@ -413,6 +429,16 @@ COMPETITION = Competition(
     per_image=True, shape=WAD_FRAME, missing="ignore", item="class", object_name="instance", options=WAD_OPTIONS,
     score_all=score_wad, check_rows=check_wad_rows, read_solution=read_wad_solution, truth=wad_solution_truth,
     write_submission=write_wad, write_solution=write_wad_solution, plot=plot_wad_score, demo=_demo, checks=("WAD fields",))
+
+# %% ../../nbs/competitions/wad2018.ipynb #3c4117d5
+def wad_competition(shape, # the frame (height, width) of every image and label
+                   ) -> Competition:
+    "WAD 2018 for frames of another size: its `Competition` with `shape`, for `score`, `validate`, `read_solution` (or a .py file the command line reads)"
+    sh = as_shape(shape)
+    if len(sh) != 2 or not min(sh): raise ValueError(f"shape {shape!r}: a WAD frame size is (height, width), two whole numbers > 0")
+    mask_size(sh, f"shape {sh}")
+    return replace(COMPETITION, shape=sh)
+
 
 # %% ../../nbs/competitions/wad2018.ipynb #4b604c6c
 def confidence_ranking(truth,           # {frame: ImageTruth}, e.g. from `read_wad_label`
