@@ -4,13 +4,15 @@
 
 # %% ../nbs/17_cli.ipynb #019eb124
 from __future__ import annotations
-import argparse, json, math, sys
+import argparse, csv, json, math, os, struct, sys, zlib
+from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
+from .runs import mask_size, whole_number
 from .rle import CONVENTIONS, RLEError, decode, encode
 from .imageio import read_image, read_nifti
-from .scoring import dask_client
-from .submissions import COMPETITIONS, SubmissionError, get_competition, score, validate
+from .scoring import dask_client, new_file, usable_cpus, whole_file
+from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, run_demo
 
 # %% auto #0
@@ -67,7 +69,44 @@ def _os_error(e):
             IsADirectoryError: "is a directory, expected a file", PermissionError: "permission denied"}.get(type(e), e.strerror or str(e))
     return f"{name}: {what}" if name else _one_line(e)
 
+_INPUT_ERRORS = (ValueError, TypeError, ArithmeticError, EOFError, MemoryError, RecursionError, csv.Error,
+                 struct.error, zlib.error)   # what a file's content can raise in the readers
+
+def _input_errors() -> tuple:
+    "`_INPUT_ERRORS`, and the image libraries' own (when they were imported)"
+    extra = [getattr(sys.modules.get(m), n, None) for m, n in (("PIL.Image", "DecompressionBombError"), ("PIL", "UnidentifiedImageError"),
+                                                               ("nibabel.filebasedimages", "ImageFileError"))]
+    return _INPUT_ERRORS + tuple(e for e in extra if isinstance(e, type))
+
+# %% ../nbs/17_cli.ipynb #a7f3c1e9
+def _reason(e) -> str:
+    "One line saying what an input error is"
+    if isinstance(e, MemoryError): return f"does not fit in memory ({_one_line(e) or 'MemoryError'})"
+    if isinstance(e, EOFError): return f"ends too early: truncated? ({_one_line(e) or 'EOFError'})"
+    text = _one_line(e)
+    return text if isinstance(e, (ValueError, TypeError)) and text else f"{type(e).__name__}: {text}"
+
+@contextmanager
+def _reading(label, *files):
+    "Put `label` (the file, or files, being read) in front of an input error raised inside that names none of `files` (default: `label`)"
+    named = lambda e: any(str(f) in str(e) for f in files or (label,) if f is not None)
+    try: yield
+    except (SubmissionError, CLIError): raise
+    except OSError as e:
+        if e.filename is not None or named(e): raise
+        raise CLIError(f"{label}: {_one_line(e)}") from e
+    except _input_errors() as e:
+        if named(e) and not isinstance(e, MemoryError): raise
+        raise CLIError(f"{label}: {_reason(e)}") from e
+
 # %% ../nbs/17_cli.ipynb #40eb4be7
+def _interrupted(e) -> bool:
+    "Whether `e` was caused by Ctrl-C: a compiled function interrupted returns a `SystemError` whose cause is the `KeyboardInterrupt`"
+    while e is not None:
+        if isinstance(e, KeyboardInterrupt): return True
+        e = e.__cause__ or e.__context__
+    return False
+
 def main(argv=None) -> int:
     "Run `clinseg` with `argv` (default: the command line); returns the exit code"
     args = parser().parse_args(argv)
@@ -78,10 +117,11 @@ def main(argv=None) -> int:
         return 1
     except CLIError as e: _say(f"clinseg: error: {_one_line(e)}"); return 1
     except OSError as e: _say(f"clinseg: error: {_os_error(e)}"); return 1
-    except (ValueError, TypeError) as e: _say(f"clinseg: error: {_one_line(e)}"); return 1
     except ImportError as e: _say(f"clinseg: error: {_one_line(e)}"); return 1
     except KeyboardInterrupt: _say("clinseg: interrupted"); return 130
+    except _input_errors() as e: _say(f"clinseg: error: {_reason(e)}"); return 1
     except Exception as e:
+        if _interrupted(e): _say("clinseg: interrupted"); return 130
         if args.debug: raise
         _say(f"clinseg: error: unexpected {type(e).__name__}: {_one_line(e)} (run again with --debug to see the traceback)")
         return 1
@@ -98,18 +138,47 @@ _COMPETITION = arg("--competition", "-c", required=True, metavar="NAME", type=_c
 # %% ../nbs/17_cli.ipynb #7855ef68
 def _progress(args): return not args.quiet and sys.stderr.isatty()
 
+# %% ../nbs/17_cli.ipynb #c9b5e3a1
+def _jobs(args) -> int:
+    "`--jobs`, at most the CPUs this process may use (more would only take turns on them), saying so when it is cut"
+    cpus = usable_cpus()
+    if args.jobs <= cpus: return args.jobs
+    if not args.quiet: _say(f"clinseg: warning: --jobs {args.jobs}: using {cpus}, this machine's CPU count")
+    return cpus
+
 # %% ../nbs/17_cli.ipynb #6344db98
 def _count(text):
-    "A whole number >= 0, for argparse's `type`"
-    try: n = int(text)
-    except ValueError: n = -1
-    if n < 0: raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return n
+    "A whole number >= 0 (ASCII digits: `whole_number`, the rule for every number in clinseg's files), for argparse's `type`"
+    try: return whole_number(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number >= 0 (1 to 18 ASCII digits)") from None
+
+def _integer(text):
+    "A whole number with an optional '-', for argparse's `type`"
+    try: return -whole_number(text[1:]) if text.startswith("-") else whole_number(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number (an optional '-', 1 to 18 ASCII digits)") from None
 
 # %% ../nbs/17_cli.ipynb #5ee64ea8
 def _refuse_existing(path, args):
     if path is not None and Path(path).exists() and not args.force:
         raise CLIError(f"{path}: already exists (use --force to replace it)")
+
+# %% ../nbs/17_cli.ipynb #b8a4d2f0
+def _same_file(a, b) -> bool:
+    "Whether paths `a` and `b` name one file: the same inode (through symbolic and hard links), or the same path after links"
+    try: return os.path.samefile(a, b)
+    except OSError: return os.path.realpath(a) == os.path.realpath(b)
+
+def _refuse_onto_inputs(output, inputs):
+    "Refuse an output path that is one of the inputs `[(what, path)]`, or an existing file inside an input folder, even with --force"
+    if output is None: return
+    never = "an output never replaces an input, even with --force"
+    for what, path in inputs:
+        if path is None: continue
+        if Path(path).is_dir() and Path(output).is_file() and Path(os.path.realpath(output)).is_relative_to(os.path.realpath(path)):
+            raise CLIError(f"{output}: is a file inside the {what} folder {path}: {never}")
+        if _same_file(output, path):
+            link = "" if os.path.abspath(output) == os.path.abspath(path) else " (the same file, through a link)"
+            raise CLIError(f"{output}: is the {what} {path}{link}: {never}")
 
 # %% ../nbs/17_cli.ipynb #288dab66
 @subcommand("validate", "list every problem of a submission file; exit 1 when there is an error",
@@ -133,21 +202,24 @@ def _validate(args):
             arg("submission", help="the submission CSV"),
             arg("--per-image", metavar="FILE", help="write the per-image (per-pair, per-class) table as CSV"),
             arg("--json", action="store_true", help="print one JSON object (key `score`, plus public/private and counts)"),
-            arg("--jobs", "-j", type=int, default=1, help="score images in N local processes"),
-            arg("--workers", type=int, metavar="N", help="score on a new local dask cluster of N worker processes (needs dask.distributed)"),
+            arg("--jobs", "-j", type=_count, default=1, metavar="N", help="score images in N local processes (at most the CPU count)"),
+            arg("--workers", type=_count, metavar="N", help="score on a new local dask cluster of N worker processes (needs dask.distributed)"),
             arg("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 (needs dask.distributed)"),
             arg("--force", action="store_true", help="replace the --per-image file if it exists"),
             arg("--limit", type=_count, default=100, help="problems listed when the submission is invalid"))
 def _score(args):
+    _refuse_onto_inputs(args.per_image, [("solution", args.solution), ("submission", args.submission)])
     _refuse_existing(args.per_image, args)
     if args.jobs < 1: raise CLIError(f"--jobs {args.jobs}: must be at least 1")
     if args.workers is not None and args.workers < 1: raise CLIError(f"--workers {args.workers}: must be at least 1")
     ways = [f for f, on in (("--jobs", args.jobs > 1), ("--workers", args.workers is not None), ("--scheduler", args.scheduler is not None)) if on]
     if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
-    run = lambda **kw: score(args.solution, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
-    if args.workers is not None or args.scheduler is not None:
-        with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)
-    else: result = run(jobs=args.jobs)
+    with _reading(args.solution): sol = read_solution(args.solution, args.competition)
+    run = lambda **kw: score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
+    with _reading(f"{args.submission} (scored against {args.solution})", args.submission, args.solution):
+        if args.workers is not None or args.scheduler is not None:
+            with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)
+        else: result = run(jobs=_jobs(args))
     if args.per_image: result.table.to_csv(args.per_image, overwrite=args.force)
     if args.json: print(json.dumps(result.to_dict()))
     else:
@@ -170,13 +242,32 @@ def _read_image(path):
 
 # %% ../nbs/17_cli.ipynb #fe65bdeb
 def _parse_shape(text):
-    try: shape = tuple(int(x) for x in text.lower().split("x"))
-    except ValueError: shape = ()
-    if not shape or min(shape) <= 0: raise CLIError(f"--shape {text!r}: expected sizes like 256x320 or 512x512x97")
-    if math.prod(shape) >= 1 << 40: raise CLIError(f"--shape {text!r}: {math.prod(shape)} pixels is too large for a mask")
+    "The sizes of `--shape HxW` or `IxJxK`: whole numbers > 0 (`whole_number`), at most `MAX_MASK_PIXELS` pixels in all (`mask_size`)"
+    try: shape = tuple(whole_number(p, f"size {k + 1}") for k, p in enumerate(text.lower().split("x")))
+    except ValueError as e: raise CLIError(f"--shape {text!r}: {e}; expected sizes like 256x320 or 512x512x97") from None
+    if min(shape) == 0: raise CLIError(f"--shape {text!r}: a size is 0; expected sizes like 256x320 or 512x512x97")
+    try: mask_size(shape, f"--shape {text!r}")
+    except ValueError as e: raise CLIError(e) from None
     return shape
 
 _MASK_FORMATS = (".png", ".tif", ".tiff", ".nii", ".nii.gz")   # lossless: a mask written as JPEG gets noise at its edges
+
+# %% ../nbs/17_cli.ipynb #d0c6f4b2
+def _physical_memory():
+    "Bytes of this machine's memory (None where the system does not say)"
+    try: return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError): return None
+
+def _too_large(shape, text, memory=None):
+    "The one-line error of a mask of `shape` that does not fit in memory"
+    n = math.prod(shape)
+    has = "" if memory is None else f", this machine has {memory / 2**30:.0f} GiB"
+    return CLIError(f"--shape {text}: a mask of {n:,} pixels needs {n / 2**30:,.0f} GiB: it does not fit in memory{has}")
+
+def _check_memory(shape, text):
+    "Refuse, before allocating, a mask larger than the machine's memory (one byte per pixel)"
+    memory = _physical_memory()
+    if memory is not None and math.prod(shape) > memory: raise _too_large(shape, text, memory)
 
 # %% ../nbs/17_cli.ipynb #0f4bd29b
 def _check_output(path):
@@ -185,27 +276,44 @@ def _check_output(path):
         lossy = " (JPEG is lossy: a mask saved as JPEG gets noise at its edges)" if str(path).lower().endswith((".jpg", ".jpeg")) else ""
         raise CLIError(f"{path}: write the mask as {', '.join(_MASK_FORMATS)}{lossy}")
 
+# %% ../nbs/17_cli.ipynb #e1d7a5c3
+def _write_mask(mask, args):
+    "Write `mask` as `args.output` (NIfTI 0/1 with `--like`'s affine, or PNG 0/255), whole or not at all"
+    if _is_nifti(args.output):
+        import nibabel as nib
+        with _reading(args.like): affine = nib.load(args.like).affine if args.like else np.eye(4)
+        with whole_file(args.output, args.force) as tmp: nib.save(nib.Nifti1Image(mask.view(np.uint8), affine), tmp)
+    else:
+        if mask.ndim != 2: raise CLIError(f"{args.output}: a {mask.ndim}-D mask does not fit in a PNG: write .nii.gz")
+        from PIL import Image
+        with whole_file(args.output, args.force) as tmp: Image.fromarray(mask.view(np.uint8) * np.uint8(255)).save(tmp)
+
 # %% ../nbs/17_cli.ipynb #76ff0dc3
-def _read_rle(path):
-    "The run-length string of a text file (UTF-8, a BOM and the line end allowed)"
-    try: return Path(path).read_text(encoding="utf-8-sig").strip("\r\n")
+def _read_rle(path, shape):
+    "The run-length string of a text file (UTF-8, a BOM and the line end allowed), read no further than a string of a `shape` mask can reach"
+    n = math.prod(shape)
+    most = 2 * n * (len(str(n)) + 2) + 64    # every pixel a run: two numbers and two separators per pixel, with room for a BOM and line ends
+    with open(path, "rb") as f: data = f.read(most + 1)
+    if len(data) > most: raise CLIError(f"{path}: longer than any run-length string of a {'x'.join(map(str, shape))} mask ({most:,} bytes): is it the right file?")
+    try: return data.decode("utf-8-sig").strip("\r\n")
     except UnicodeDecodeError as e: raise CLIError(f"{path}: not UTF-8 text ({e.reason}): expected a file holding one run-length string")
 
 # %% ../nbs/17_cli.ipynb #5fe8149b
 @subcommand("encode", "print the run-length string of a mask image (PNG or NIfTI)",
             arg("image", help="mask image: PNG (2-D) or NIfTI (.nii, .nii.gz)"),
             arg("--convention", "-c", required=True, choices=list(CONVENTIONS), help="the RLE convention"),
-            arg("--label", type=int, help="encode the pixels equal to this value (default: every non-zero pixel)"),
+            arg("--label", type=_integer, help="encode the pixels equal to this value (default: every non-zero pixel)"),
             arg("--output", "-o", help="write the string to this file instead of stdout"),
             arg("--force", action="store_true", help="replace --output if it exists"))
 def _encode(args):
+    _refuse_onto_inputs(args.output, [("image", args.image)])
     _refuse_existing(args.output, args)
-    a = _read_image(args.image)
+    with _reading(args.image): a = _read_image(args.image)
     if a.ndim == 3 and not _is_nifti(args.image): a = a[..., :3].any(-1) if args.label is None else a[..., 0]   # RGB(A): any colour
     mask = a != 0 if args.label is None else a == args.label
     text = encode(mask, args.convention)
     if args.output:
-        with open(args.output, "w" if args.force else "x", encoding="utf-8") as f: f.write(text + "\n")
+        with new_file(args.output, args.force) as f: f.write(text + "\n")
     else: print(text)
     if not args.quiet: _say(f"clinseg: {args.image}: {'x'.join(map(str, mask.shape))} mask, {int(mask.sum())} pixels")
     return 0
@@ -220,22 +328,19 @@ def _encode(args):
             arg("--like", help="NIfTI reference whose affine the output copies"),
             arg("--force", action="store_true", help="replace --output if it exists"))
 def _decode(args):
+    _refuse_onto_inputs(args.output, [("--input", args.input), ("--like", args.like)])
     _refuse_existing(args.output, args)
     _check_output(args.output)
     if (args.rle is None) == (args.input is None): raise CLIError("give the run-length string or --input FILE (one of them)")
     if args.like and not Path(args.like).is_file(): raise FileNotFoundError(2, "No such file", args.like)
-    text = _read_rle(args.input) if args.input else args.rle
     shape = _parse_shape(args.shape)
-    try: mask = decode(text, shape, args.convention)
-    except RLEError as e: raise CLIError(f"{args.input or 'the string'}: {e}")
-    if _is_nifti(args.output):
-        import nibabel as nib
-        affine = nib.load(args.like).affine if args.like else np.eye(4)
-        nib.save(nib.Nifti1Image(mask.astype(np.uint8), affine), args.output)
-    else:
-        if mask.ndim != 2: raise CLIError(f"{args.output}: a {mask.ndim}-D mask does not fit in a PNG: write .nii.gz")
-        from PIL import Image
-        Image.fromarray(mask.astype(np.uint8) * 255).save(args.output)
+    _check_memory(shape, repr(args.shape))
+    text = _read_rle(args.input, shape) if args.input else args.rle
+    try:
+        try: mask = decode(text, shape, args.convention)
+        except RLEError as e: raise CLIError(f"{args.input or 'the string'}: {e}")
+        _write_mask(mask, args)
+    except MemoryError: raise _too_large(shape, repr(args.shape)) from None
     if not args.quiet: _say(f"clinseg: {args.output}: {'x'.join(map(str, shape))} mask, {int(mask.sum())} pixels")
     return 0
 

@@ -4,32 +4,63 @@
 
 # %% ../nbs/14_scoring.ipynb #ad16b2c2
 from __future__ import annotations
-import inspect, os, sys
+import errno, inspect, os, secrets, signal, sys, threading
 from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 import numpy as np
 from .runs import Objects, runs_overlap
 from .rle import get_convention
 from .dice import dice_from_counts
 from .instances import dsb_image_score
-from .csvstream import CSVSource, Report, csv_chunks, source_name
+from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
 from .submission import KnownIds, SubmissionError, key_fields, key_of, read_groups, solution_truth
 
 # %% auto #0
-__all__ = ['new_file', 'Table', 'SubmissionScore', 'dice_items', 'instance_items', 'as_executor', 'Progress', 'summarise',
-           'check_options', 'score_file', 'read_sample_ids', 'validate_file', 'dask_client']
+__all__ = ['READ_AHEAD_BYTES', 'LATER', 'replace_file', 'whole_file', 'new_file', 'Table', 'SubmissionScore', 'dice_items',
+           'instance_items', 'as_executor', 'Progress', 'summarise', 'check_options', 'usable_cpus', 'score_file',
+           'read_sample_ids', 'validate_file', 'dask_client']
 
 # %% ../nbs/14_scoring.ipynb #31b3cc9e
-class new_file:
-    "Open a new text file for writing; an existing file is refused unless `overwrite`"
-    def __init__(self, path, overwrite=False): self.path, self.overwrite = Path(path), overwrite
-    def __enter__(self):
-        if self.path.exists() and not self.overwrite: raise FileExistsError(f"{self.path}: already exists (pass overwrite=True, or --force, to replace it)")
-        self.f = open(self.path, "w", encoding="utf-8", newline="")
-        return self.f
-    def __exit__(self, *exc): self.f.close()
+def replace_file(tmp,              # the finished file
+                 path,             # where it belongs
+                 overwrite=False,  # replace an existing `path`
+                ):
+    "Move the finished file `tmp` to `path` in one step, so `path` is never half-written; an existing `path` is kept unless `overwrite`"
+    if overwrite: os.replace(tmp, path); return
+    exists = FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
+    try: os.link(tmp, path)                    # refuses a name that exists, even one taken a moment ago
+    except FileExistsError: raise exists from None
+    except OSError:                            # a file system without hard links
+        if os.path.lexists(path): raise exists from None
+        os.replace(tmp, path); return
+    os.unlink(tmp)
+
+# %% ../nbs/14_scoring.ipynb #b7c41e02
+@contextmanager
+def whole_file(path,             # the file to write
+               overwrite=False,  # replace an existing file
+              ):
+    "A temporary path beside `path` to write into: renamed to `path` when the block ends, removed if it fails; refuses an existing `path` unless `overwrite`"
+    path = Path(path)
+    if os.path.lexists(path) and not overwrite: raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path   # through a link: its target
+    if target.exists() and not target.is_file(): yield target; return      # a device or a pipe: written in place
+    if not target.parent.is_dir(): raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+    tmp = target.with_name(f".part-{secrets.token_hex(4)}-{target.name}")   # same folder (a rename cannot cross file systems), same suffix
+    try:
+        yield tmp
+        replace_file(tmp, target, overwrite)
+    finally:
+        if os.path.lexists(tmp): os.unlink(tmp)
+
+# %% ../nbs/14_scoring.ipynb #c2a9d4f1
+@contextmanager
+def new_file(path, overwrite=False):
+    "Open a new text file for writing, written whole or not at all (`whole_file`); an existing file is refused unless `overwrite`"
+    with whole_file(path, overwrite) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f: yield f
 
 # %% ../nbs/14_scoring.ipynb #37ffea3c
 def _cell(v): return repr(v) if isinstance(v, float) else ("" if v is None else v)
@@ -114,22 +145,48 @@ def instance_items(comp, items, options) -> list[dict]:
     return out
 
 # %% ../nbs/14_scoring.ipynb #1c37477b
+READ_AHEAD_BYTES = 1 << 26   # 64 MiB: the most the scorer keeps of images read ahead (and, again, of images waiting for them)
+LATER = "later"              # `_TruthCursor.get`: this image was read ahead and forgotten; fetch it with `again`
+
+def _kept(o: Objects) -> tuple[Objects, int]:
+    "`o` with arrays of its own (a reader's arrays are views that keep their whole block of rows alive), and their bytes"
+    o = replace(o, starts=o.starts.copy(), lengths=o.lengths.copy(), owner=o.owner.copy(), ids=o.ids.copy(),
+                area=None if o.area is None else np.array(o.area, np.int64))
+    return o, sum(a.nbytes for a in (o.starts, o.lengths, o.owner, o.ids))
+
+# %% ../nbs/14_scoring.ipynb #1d48b6e2
 class _TruthCursor:
-    "The solution's truth streamed in file order; images asked for out of order are found by reading ahead"
-    def __init__(self, sol): self.it, self.cache, self.used = solution_truth(sol), {}, set()
+    "The solution's truth streamed in file order; an image asked for out of order is found by reading ahead, keeping at most `budget` bytes"
+    def __init__(self, sol, budget=READ_AHEAD_BYTES):
+        self.sol, self.it, self.budget = sol, solution_truth(sol), budget
+        self.cache, self.held, self.used, self.dropped, self.passes = {}, 0, set(), set(), 0
+    def _keep(self, gid, t):
+        self.cache[gid] = t = _kept(t); self.held += t[1]
+        while self.held > self.budget and self.cache:   # forget the oldest
+            old = next(iter(self.cache)); self.held -= self.cache.pop(old)[1]; self.dropped.add(old)
     def get(self, i):
+        "The truth of image `i`; `LATER` when it was read ahead and forgotten; None when asked for before (or not in the solution)"
         if i in self.used: return None
         self.used.add(i)
-        if i in self.cache: return self.cache.pop(i)
+        if i in self.cache: t, n = self.cache.pop(i); self.held -= n; return t
+        if i in self.dropped: return LATER
         for gid, t in self.it:
             if gid == i: return t
-            if gid not in self.used: self.cache[gid] = t
+            if gid not in self.used: self._keep(gid, t)
         return None
-    def rest(self):
-        "(id, truth) of every image not asked for"
-        for i in list(self.cache): yield i, self.cache.pop(i)
+    def again(self, ids):
+        "(id, truth) of the forgotten images `ids`, in one more pass over the solution"
+        self.passes += 1
+        return solution_truth(self.sol, only=set(ids))
+    def rest(self, skip=()):
+        "(id, truth) of every image not asked for (and not in `skip`)"
+        for i in list(self.cache):
+            t, _ = self.cache.pop(i)
+            if i not in skip: yield i, t
         for gid, t in self.it:
-            if gid not in self.used: yield gid, t
+            if gid not in self.used and gid not in skip: yield gid, t
+        left = self.dropped - self.used - set(skip)
+        if left: yield from self.again(left)
 
 # %% ../nbs/14_scoring.ipynb #2942ff87
 def _no_objects(shape, order):
@@ -187,20 +244,29 @@ class Progress:
         if self.bar is not None: self.bar.close()
 
 # %% ../nbs/14_scoring.ipynb #afcbe511
-def _items(sol, submission, comp, report, bar, others, fast):
+def _waiting_items(cursor, groups, sol):
+    "Items of the predictions {id: `Objects`} whose truth was forgotten: the truth read again, in one pass"
+    if groups:
+        for i, t in cursor.again(groups): yield i, t, groups[i], sol.shapes[i]
+
+def _items(sol, submission, comp, report, bar, others, fast, budget=None):
     "(id, truth, prediction, shape) of every item, streamed; images without rows get an empty prediction"
-    cursor, rejoined = _TruthCursor(sol), {}
+    budget = READ_AHEAD_BYTES if budget is None else budget
+    cursor, rejoined, waiting, held = _TruthCursor(sol, budget), {}, {}, 0
     for g in read_groups(submission, comp, report, sol.shapes, sol.order, progress=bar, others=others, fast=fast):
         if g.rejoined: rejoined[g.id] = g; continue
-        if g.id not in sol.shapes: continue   # reported as unknown
+        if g.id not in sol.shapes or not report.ok: continue   # unknown (reported), or nothing will be scored
         t = cursor.get(g.id)
-        if t is not None and report.ok: yield g.id, t, g.objects, sol.shapes[g.id]
+        if t is None: continue
+        if t is not LATER: yield g.id, t, g.objects, sol.shapes[g.id]; continue
+        waiting[g.id], n = _kept(g.objects); held += n
+        if held > budget: yield from _waiting_items(cursor, waiting, sol); waiting, held = {}, 0
     if not report.ok: return
+    yield from _waiting_items(cursor, waiting, sol)
     for i, t in solution_truth(sol, only=set(rejoined)) if rejoined else ():
         yield i, t, rejoined[i].objects, sol.shapes[i]
     if comp.per_image:
-        for i, t in cursor.rest():
-            if i not in rejoined: yield i, t, _no_objects(sol.shapes[i], get_convention(comp.convention).order), sol.shapes[i]
+        for i, t in cursor.rest(skip=rejoined): yield i, t, _no_objects(sol.shapes[i], get_convention(comp.convention).order), sol.shapes[i]
 
 # %% ../nbs/14_scoring.ipynb #d41ebf6d
 def _mean(values): return float(np.mean(values)) if len(values) else None
@@ -225,12 +291,49 @@ def check_options(comp, options):
     extra = set(options) - set(comp.options)
     if extra: raise TypeError(f"{comp.name} has no option {', '.join(sorted(extra))}: its options are {', '.join(sorted(comp.options)) or 'none'}")
 
+# %% ../nbs/14_scoring.ipynb #a6b2d8e0
+def usable_cpus() -> int:
+    "CPUs this process may run on: its affinity mask where the system has one (Linux), else `os.cpu_count()`"
+    try: return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError): return os.cpu_count() or 1
+
+# %% ../nbs/14_scoring.ipynb #b7c3e9f1
+def _ignore_sigint():
+    "A worker's initializer: Ctrl-C is the parent's to handle; the worker ends with the pool"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"): signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+# %% ../nbs/14_scoring.ipynb #c8d4f0a2
+@contextmanager
+def _sigint_deferred():
+    "Run the block with Ctrl-C held back (blocked in this thread, so a child forked here starts with it blocked); raised after the block"
+    if threading.current_thread() is not threading.main_thread(): yield; return   # only the main thread gets KeyboardInterrupt
+    caught = []
+    old = signal.signal(signal.SIGINT, lambda *a: caught.append(True))
+    mask = hasattr(signal, "pthread_sigmask")
+    if mask: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try: yield
+    finally:
+        if mask: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, old)
+    if caught and callable(old): old(signal.SIGINT, None)
+    elif caught and old == signal.SIG_DFL: raise KeyboardInterrupt
+
+# %% ../nbs/14_scoring.ipynb #d9e5a1b3
+class _LocalPool(ProcessPoolExecutor):
+    "At most `usable_cpus()` worker processes that ignore Ctrl-C; forks and shutdown are not cut by it"
+    def __init__(self, jobs): super().__init__(max(1, min(jobs, usable_cpus())), initializer=_ignore_sigint)
+    def submit(self, *args, **kwargs):
+        with _sigint_deferred(): return super().submit(*args, **kwargs)
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        with _sigint_deferred(): super().shutdown(wait, cancel_futures=cancel_futures)
+
 # %% ../nbs/14_scoring.ipynb #d0db64d3
 def score_file(comp,              # `Competition`
                sol,               # its `Solution`
                submission,        # submission CSV: path or text stream
                executor=None,     # a `concurrent.futures.Executor` or a dask.distributed `Client` to score items in parallel
-               jobs=None,         # or a number of local processes (ignored when `executor` is given)
+               jobs=None,         # or a number of local processes, at most `usable_cpus()` (ignored when `executor` is given)
                limit=100,         # problems listed in the `SubmissionError` of an invalid submission
                progress=False,    # a progress bar on stderr
                others=(),         # (label, columns) of other competitions' headers
@@ -241,16 +344,14 @@ def score_file(comp,              # `Competition`
     check_options(comp, options)
     report = Report(source_name(submission), limit)
     executor, own = as_executor(executor), None
-    if executor is None and jobs and jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-        executor = own = ProcessPoolExecutor(jobs)
+    if executor is None and jobs and jobs > 1: executor = own = _LocalPool(jobs)
     bar = Progress(submission, progress) if comp.score_all is None else None
     try:
         if comp.score_all is not None: return _score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast), executor)
         rows = list(_run_items(comp, _items(sol, submission, comp, report, bar, others, fast), options, executor))
     finally:
         if bar is not None: bar.close()
-        if own is not None: own.shutdown()
+        if own is not None: own.shutdown(cancel_futures=True)   # after an error or Ctrl-C: the batches not started are dropped
     if not report.ok: raise SubmissionError(report)
     by_id = {key_of(comp, r): r for r in rows}
     return summarise(comp, sol, [by_id[i] for i in sol.order if i in by_id], report, options)
@@ -279,7 +380,7 @@ def validate_file(comp,           # `Competition`
                   sample=None,    # without a solution: the sample submission, whose ids are the valid ones
                   others=(),      # (label, columns) of other competitions' headers
                   fast=True,      # the csv reader's fast path
-                  block=1 << 16,  # bytes per block of the fast path
+                  block=BLOCK_SIZE, # bytes per block of the fast path (1 MiB)
                  ) -> Report:
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
     if sol is not None and sample is not None: raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")

@@ -1,5 +1,5 @@
 """The `clinseg` command line as a real subprocess: exit codes, one-line errors, no tracebacks, no overwrites."""
-import json, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +169,76 @@ def test_demo_as_a_user(tmp_path):
     assert (r.returncode, r.stderr) == (1, f"clinseg: error: {out / 'dsb2018' / 'submission.csv'}: is a file, expected a folder to write the demo into\n")
     r = clinseg("demo", "--help")
     assert r.returncode == 0 and "--out DIR" in r.stdout and "--force" in r.stdout
+
+
+def test_shape_sizes_one_rule(tmp_path):
+    "--shape: ASCII digits only (whole_number), at most 2**40 pixels (mask_size), and a mask larger than memory is one line, fast"
+    out = tmp_path / "m.png"
+    for shape, text in [("２５６x4", "size 1: '２５６' is not a whole number"), ("2_56x4", "size 1: '2_56' is not a whole number"),
+                        ("256x-4", "size 2: '-4' is not a whole number"), ("0x4", "a size is 0"),
+                        ("2000000x1000000", "more than MAX_MASK_PIXELS = 2**40")]:
+        r = clinseg("decode", "-c", "dsb2018", "--shape", shape, "1 1", "-o", out)
+        assert (r.returncode, r.stderr.count("\n")) == (1, 1) and f"clinseg: error: --shape '{shape}': " in r.stderr and text in r.stderr, r.stderr
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "1000000x1000000", "1 1", "-o", out)   # under 2**40, but 931 GiB
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "931 GiB: it does not fit in memory" in r.stderr and "unexpected" not in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_decode_out_of_memory_is_one_line(tmp_path):
+    "A mask that passes the size checks but cannot be allocated (an address-space limit here): one line, no partial file"
+    import resource
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    r = subprocess.run([sys.executable, "-m", "clinseg.cli", "decode", "-c", "dsb2018", "--shape", "60000x60000", "1 1", "-o", tmp_path / "m.png"],
+                       capture_output=True, text=True, preexec_fn=limit, timeout=120)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "3 GiB: it does not fit in memory" in r.stderr and "unexpected" not in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_onto_input_refused_even_with_force(files, tmp_path):
+    "An output that is an input (the same path, a symbolic link to it, a hard link, a file in an input folder) is refused, and the input kept"
+    import shutil
+    sub, sol = tmp_path / "sub.csv", tmp_path / "sol.csv"
+    shutil.copy(files / "good.csv", sub); shutil.copy(files / "solution.csv", sol)
+    (tmp_path / "link.csv").symlink_to(sub); os.link(sub, tmp_path / "hard.csv")
+    before = sub.read_text()
+    for out, what, shown in [(sub, "submission", sub), (tmp_path / "link.csv", "submission", sub), (tmp_path / "hard.csv", "submission", sub),
+                             (sol, "solution", sol)]:
+        r = clinseg("score", "-c", "dsb2018", sol, sub, "--per-image", out, "--force")
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert r.stderr.startswith(f"clinseg: error: {out}: is the {what} {shown}") and r.stderr.endswith("an output never replaces an input, even with --force\n"), r.stderr
+    r = clinseg("score", "-c", "dsb2018", sol, tmp_path / "link.csv", "--per-image", sub, "--force")   # the input given through the link
+    assert r.returncode == 1 and "(the same file, through a link)" in r.stderr, r.stderr
+    assert sub.read_text() == before
+    from PIL import Image
+    Image.fromarray(np.zeros((3, 4), np.uint8)).save(tmp_path / "m.png")
+    r = clinseg("encode", "-c", "dsb2018", tmp_path / "m.png", "-o", tmp_path / "m.png", "--force")
+    assert r.returncode == 1 and "is the image" in r.stderr
+    (tmp_path / "rle.txt").write_text("1 1\n")
+    r = clinseg("decode", "-c", "dsb2018", "--shape", "3x4", "--input", tmp_path / "rle.txt", "-o", tmp_path / "rle.txt", "--force")
+    assert r.returncode == 1 and "is the --input" in r.stderr and (tmp_path / "rle.txt").read_text() == "1 1\n"
+    r = clinseg("score", "-c", "dsb2018", sol, sub, "--per-image", tmp_path / "table.csv")   # an ordinary output still works
+    assert r.returncode == 0 and (tmp_path / "table.csv").is_file(), r.stderr
+
+
+def test_jobs_capped_and_whole_numbers(files):
+    import os as _os
+    cpus = len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count()
+    r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv", "--jobs", "100000")
+    assert r.returncode == 0 and r.stdout.startswith("score 1.000000"), r.stderr
+    assert r.stderr == f"clinseg: warning: --jobs 100000: using {cpus}, this machine's CPU count\n"
+    for option, value in [("--jobs", "３"), ("--jobs", "2_0"), ("--limit", "1_0"), ("--limit", " 5"), ("--workers", "٢")]:
+        r = clinseg("score", "-c", "dsb2018", files / "solution.csv", files / "good.csv", option, value)
+        assert r.returncode == 2 and f"{value!r} is not a whole number >= 0" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_input_errors_name_the_file(tmp_path):
+    "An input error without a file name in its message gets one, and is never 'unexpected'"
+    import gzip
+    from PIL import Image
+    img = np.zeros((3, 4, 2), np.uint8)
+    import nibabel as nib
+    nib.save(nib.Nifti1Image(img, np.eye(4)), tmp_path / "v.nii.gz")
+    data = (tmp_path / "v.nii.gz").read_bytes()
+    (tmp_path / "cut.nii.gz").write_bytes(data[:len(data) // 2])
+    r = clinseg("encode", "-c", "hw2", tmp_path / "cut.nii.gz")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and str(tmp_path / "cut.nii.gz") in r.stderr and "unexpected" not in r.stderr, r.stderr
