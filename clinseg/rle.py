@@ -152,7 +152,7 @@ def format_runs(starts,      # 0-based run starts, sorted
     _check_pairs(starts, lengths, c, None)
     return _format_runs(starts, lengths, c)
 
-# %% ../nbs/02_rle.ipynb #b991d8b6
+# %% ../nbs/02_rle.ipynb #ef0d3c75
 def _count_numbers(text, chunk=1 << 20):
     "How many numbers (runs of ASCII digits) `text` holds, counted a chunk at a time, without making them"
     n, before = 0, False                                   # before: the chunk before ended in a digit

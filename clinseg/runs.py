@@ -130,7 +130,7 @@ def check_whole(starts,  # run starts of one object
 class RLEError(ValueError):
     "A run-length string (or runs) that breaks its convention's rules"
 
-# %% ../nbs/01_runs.ipynb #287fbd42
+# %% ../nbs/01_runs.ipynb #0e28bace
 MAX_MASK_PIXELS = 2**40   # the largest mask clinseg allocates or reads runs for: 1 TiB as booleans
 
 def whole_number(text,            # the text of one whole number, e.g. a solution's Height field
@@ -143,7 +143,7 @@ def whole_number(text,            # the text of one whole number, e.g. a solutio
     if len(text) > 18: raise ValueError(f"{what}: a number of {len(text)} digits is too large (at most 18)")
     return int(text)
 
-# %% ../nbs/01_runs.ipynb #ff39b121
+# %% ../nbs/01_runs.ipynb #1d0aaeb0
 def mask_size(shape,          # a mask's shape, as `as_shape` takes it
               what="mask",    # the mask, for the message: e.g. "image 0a7f: Height × Width"
              ) -> int:
