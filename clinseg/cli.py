@@ -14,6 +14,7 @@ from .imageio import read_image, read_nifti
 from .scoring import dask_client, new_file, usable_cpus, whole_file
 from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, run_demo
+from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
 
 # %% auto #0
 __all__ = ['SUBCOMMANDS', 'arg', 'subcommand', 'parser', 'CLIError', 'main']
@@ -42,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary on stderr")
     common.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    p = argparse.ArgumentParser(prog="clinseg", description="Segmentation-competition files: validate, score, encode, decode; and a demo of the built-in competitions.")
+    p = argparse.ArgumentParser(prog="clinseg", description="Segmentation-competition files: validate, score, encode, decode; a demo of the built-in competitions; a class leaderboard (serve).")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (help, arguments, fn) in SUBCOMMANDS.items():
@@ -359,6 +360,21 @@ def _demo_command(args) -> int:
             arg("--seed", type=int, default=0, help="random seed of the datasets (default 0)"),
             arg("--force", action="store_true", help="write into competition folders that already exist"))
 def _demo(args): return _demo_command(args)
+
+# %% ../nbs/17_cli.ipynb #c7148e59
+def _serve_part(name, fn):
+    "A class-leaderboard command, with one line saying which extra to install when the web stack is missing"
+    def run(args):
+        try: return fn(args)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.split(".")[0] in _WEB_STACK:
+                raise CLIError(f"clinseg {name} needs the web stack ({e.name} is not installed): pip install \"clinseg[serve]\"") from None
+            raise
+    return run
+
+_WEB_STACK = {"starlette", "uvicorn", "sqlalchemy", "alembic", "argon2", "multipart", "python_multipart", "itsdangerous", "jinja2", "psycopg"}
+for _name, _arguments in SERVE_ARGUMENTS.items():
+    subcommand(_name, SERVE_HELP[_name], *_arguments)(_serve_part(_name, SERVE_COMMANDS[_name]))
 
 # %% ../nbs/17_cli.ipynb #a4f01f5a
 if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())

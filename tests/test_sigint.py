@@ -24,7 +24,7 @@ def nuclei(shape, n, rng):
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory):
-    "A DSB-style solution and submission of a few thousand 256x256 images (16 generated images, repeated under new ids)"
+    "A DSB-style solution and submission of 6,400 256x256 images (16 generated images, repeated under new ids)"
     tmp = tmp_path_factory.mktemp("sigint")
     rng = np.random.default_rng(0)
     labels = {f"{k:064x}": nuclei((256, 256), 50, rng) for k in range(16)}
@@ -34,7 +34,7 @@ def large(tmp_path_factory):
         head, *rows = (tmp / f"t_{name}.csv").read_text().splitlines(keepends=True)
         with open(tmp / f"{name}.csv", "w") as f:
             f.write(head)
-            for copy in range(100):   # 1,600 images: a few seconds of scoring on two processes
+            for copy in range(400):   # 6,400 images: several seconds of scoring on two processes, warm or not
                 f.writelines(f"{copy:032x}{r[32:]}" for r in rows)
     return tmp
 
@@ -82,6 +82,6 @@ def test_ctrl_c_during_parallel_score(large):
         assert group_members(p.pid) == [], (trial, group_members(p.pid))   # no worker left, not even a defunct one
         assert not [x for x in large.iterdir() if x.name.startswith(".part-")], trial   # no part of a table
         if out.exists():
-            assert len(out.read_text().splitlines()) == 1 + 1600, trial            # a table is whole
+            assert len(out.read_text().splitlines()) == 1 + 6400, trial            # a table is whole
             out.unlink()
     assert finished <= TRIALS // 3, f"{finished} of {TRIALS} runs ended before Ctrl-C: make the file larger"

@@ -1,0 +1,1 @@
+# Hand-written Alembic revision scripts (not exported from notebooks; see ../__init__.py).

@@ -1,0 +1,539 @@
+"""`clinseg serve`, the class leaderboard: the HTTP API on SQLite and on PostgreSQL, access rules, the daily limit under
+concurrent uploads, a server killed while scoring, the upload cap, and one real browser without JavaScript.
+
+- The API tests run twice: on SQLite (a file in the test's folder) and on PostgreSQL, either the server named by the
+  environment variable CLINSEG_TEST_POSTGRES (a SQLAlchemy URL of a database the tests may fill) or a throw-away
+  cluster made with `initdb` in a temporary folder and started with `pg_ctl` on a free port of 127.0.0.1 (as the
+  `postgres` user when the tests run as root; initdb refuses root). When neither can be had the PostgreSQL tests are
+  skipped with the reason, and fail when the environment variable CI is set.
+- Live servers are `serve_command` in a subprocess on a free port of 127.0.0.1; every process started is stopped.
+- The data is the DSB 2018 demo's (`clinseg.demo.run_demo`), its solution split half Public, half Private.
+- The browser test uses Debian's Chromium through Playwright, with JavaScript switched off; skipped when either is
+  missing (with CLINSEG_REQUIRE_BROWSER=1 or CI set, a failure). Screenshots go to artifacts/browser/serve_*.png.
+"""
+import contextlib, http.client, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time, warnings
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+CHROMIUM = Path(os.environ.get("CLINSEG_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PG_BIN = Path(os.environ.get("CLINSEG_PG_BIN", "/usr/local/bin"))
+
+SLOW_COMPETITION = '''"""DSB 2018 under another name, its scorer slowed by SLOW_SCORE seconds (a test of a server killed while scoring)."""
+import os, time
+from dataclasses import replace
+from clinseg.competitions.dsb2018 import COMPETITION as DSB
+from clinseg.scoring import instance_items
+
+def slow_items(comp, items, options):
+    log = os.environ.get("SLOW_SCORE_LOG")
+    if log:
+        with open(log, "a") as f: f.write("start\\n")
+    time.sleep(float(os.environ.get("SLOW_SCORE", "0")))
+    return instance_items(comp, items, options)
+
+COMPETITION = replace(DSB, name="slow_dsb", title="Slow DSB", score_items=slow_items)
+'''
+
+
+def _skip(reason):
+    if os.environ.get("CI"): pytest.fail(f"not skipped in CI: {reason}")
+    print(f"skipped: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- data and databases
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory):
+    "The DSB demo: solution (half Public, half Private), a submission, a second submission (worse), the slow competition file"
+    from clinseg.demo import run_demo
+    tmp = tmp_path_factory.mktemp("serve-data")
+    run = run_demo(tmp / "demo", ["dsb2018"], quiet=True).runs[0]
+    lines = run.solution.read_text().splitlines()
+    ids = list(dict.fromkeys(l.split(",")[0] for l in lines[1:]))
+    sol = tmp / "solution.csv"
+    sol.write_text("\n".join([lines[0]] + [l.rsplit(",", 1)[0] + "," + ("Public" if ids.index(l.split(",")[0]) % 2 == 0 else "Private")
+                                           for l in lines[1:]]) + "\n")
+    sub = run.submission
+    worse = tmp / "worse.csv"
+    rows = sub.read_text().splitlines()
+    worse.write_text("\n".join(rows[:1] + rows[1::2]) + "\n")   # every other nucleus dropped
+    bad = tmp / "bad.csv"
+    bad.write_text(rows[0] + "\n" + rows[1].replace(",", ".png,", 1) + "\n" + "\n".join(rows[2:]) + "\n")
+    slow = tmp / "slow_dsb.py"
+    slow.write_text(SLOW_COMPETITION)
+    return Namespace(solution=sol, submission=sub, worse=worse, bad=bad, slow=slow, folder=tmp)
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory):
+    "A function making a fresh PostgreSQL database URL: on CLINSEG_TEST_POSTGRES's server, or on a throw-away cluster"
+    try: import psycopg
+    except ImportError: psycopg = None
+    url = os.environ.get("CLINSEG_TEST_POSTGRES")
+    if url:
+        yield _databases_on(url, psycopg); return
+    if psycopg is None: yield "psycopg is not installed (pip install 'psycopg[binary]')"; return
+    if not (PG_BIN / "initdb").exists(): yield f"no PostgreSQL server binaries in {PG_BIN} (set CLINSEG_PG_BIN or CLINSEG_TEST_POSTGRES)"; return
+    folder = Path(tempfile.mkdtemp(prefix="clinseg-pg-"))
+    as_user = {}
+    if os.geteuid() == 0:
+        import pwd
+        pw = pwd.getpwnam("postgres")
+        os.chown(folder, pw.pw_uid, pw.pw_gid)
+        as_user = dict(user=pw.pw_uid, group=pw.pw_gid)
+    port, data = _free_port(), folder / "data"
+    try:
+        subprocess.run([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "clinseg", "--no-sync", "-E", "UTF8"],
+                       check=True, capture_output=True, timeout=120, **as_user)
+        subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
+                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"],
+                       check=True, capture_output=True, timeout=90, **as_user)
+    except (subprocess.SubprocessError, OSError) as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        yield f"a throw-away PostgreSQL did not start: {e}"; return
+    try: yield _databases_on(f"postgresql+psycopg://clinseg@127.0.0.1:{port}/postgres", psycopg)
+    finally:
+        subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60, **as_user)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _databases_on(url, psycopg):
+    "new() -> the URL of a new, empty database on the server of `url`"
+    import sqlalchemy as sa
+    base = sa.engine.make_url(url)
+    count = iter(range(10**6))
+    def new():
+        name = f"clinseg_test_{os.getpid()}_{next(count)}_{int(time.time() * 1000) % 10**8}"
+        engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+        with engine.connect() as c: c.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        engine.dispose()
+        return base.set(database=name).render_as_string(hide_password=False)
+    return new
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    if request.param == "sqlite": return f"sqlite:///{tmp_path / 'board.sqlite'}"
+    new = request.getfixturevalue("postgres")
+    if isinstance(new, str): _skip(new)
+    return new()
+
+
+# ---------------------------------------------------------------- helpers
+
+def _client(app):
+    warnings.filterwarnings("ignore", message=".*httpx.*")   # Starlette 1.x prefers httpx2 for TestClient; httpx works the same
+    from starlette.testclient import TestClient
+    return TestClient(app)
+
+
+def _bearer(token): return {"Authorization": f"Bearer {token}"}
+
+
+def _wait_scored(get, sid, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        s = get(sid)
+        if s["status"] not in ("queued", "scoring"): return s
+        time.sleep(0.05)
+    raise AssertionError(f"submission {sid} not scored in {timeout} s: {s}")
+
+
+@contextlib.contextmanager
+def live_server(tmp, competition, solution, db, env=None, **options):
+    "`serve_command` in a subprocess on a free port; yields (URL, process); stopped (SIGINT, then SIGKILL) at the end"
+    port = _free_port()
+    args = dict(competition=str(competition), solution=str(solution), db=db, host="127.0.0.1", port=port, daily_limit=5, deadline=None,
+                scheduler=None, max_upload_mb=20, uploads=str(tmp / "uploads"), secure_cookie=False) | options
+    code = f"import sys; from argparse import Namespace; from clinseg.serve import serve_command; sys.exit(serve_command(Namespace(**{args!r})))"
+    log = open(tmp / f"server-{port}.log", "w")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=tmp,
+                            start_new_session=True)   # its own process group: the server and its scoring process
+    url = f"http://127.0.0.1:{port}"
+    try:
+        from clinseg.serve import ServeError, request
+        end = time.monotonic() + 60
+        while True:
+            try: request(url, "/api/leaderboard", timeout=2); break
+            except ServeError:
+                if proc.poll() is not None or time.monotonic() > end:
+                    raise AssertionError(f"the server did not start:\n{(tmp / f'server-{port}.log').read_text()[-3000:]}")
+                time.sleep(0.1)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try: proc.wait(20)
+            except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)
+        log.close()
+
+
+# ---------------------------------------------------------------- the API, in-process, on both databases
+
+def test_api(db, data, tmp_path):
+    from clinseg.board import add_user, open_board, parse_deadline
+    from clinseg.pages import create_app
+    board = open_board("dsb2018", data.solution, db, tmp_path / "uploads", daily_limit=2)
+    ada, bob, teacher = add_user(board.engine, "ada"), add_user(board.engine, "bob"), add_user(board.engine, "turing", "teacher")
+    with _client(create_app(board)) as c:
+        post = lambda token, path, name="s.csv": c.post("/api/submissions", files={"file": (name, Path(path).read_bytes())}, headers=_bearer(token))
+        get = lambda token: lambda sid: c.get(f"/api/submissions/{sid}", headers=_bearer(token)).json()
+        r = post(ada, data.worse)
+        assert r.status_code == 202 and set(r.json()) == {"id", "status"} and r.json()["status"] == "queued"
+        first = r.json()["id"]
+        s = _wait_scored(get(ada), first)
+        assert s["status"] == "scored" and s["problems"] == [] and isinstance(s["public_score"], float)
+        assert "private_score" not in s and "score" not in s                            # before the deadline: never
+        bad = post(ada, data.bad, "bad.csv")
+        assert bad.status_code == 422 and bad.json()["status"] == "invalid"
+        p = bad.json()["problems"][0]
+        assert (p["row"], p["field"]) == (2, "ImageId") and ".png" in p["message"]
+        r = post(ada, data.submission)                                                  # the invalid file did not count
+        assert r.status_code == 202
+        better = _wait_scored(get(ada), r.json()["id"])
+        assert better["public_score"] > s["public_score"]
+        over = post(ada, data.submission)
+        assert over.status_code == 429 and "2 of 2" in over.json()["error"]
+        # another student's submission is not found; nobody signed in gets 401; a teacher sees the private score
+        assert c.get(f"/api/submissions/{first}", headers=_bearer(bob)).status_code == 404
+        assert c.get(f"/api/submissions/{first}").status_code == 401
+        assert c.get(f"/api/submissions/{first}", headers=_bearer("0000abcd.nope")).status_code == 401
+        assert c.get(f"/api/submissions/{first}", headers=_bearer(teacher)).json()["private_score"] is not None
+        assert c.get("/api/submissions/9999", headers=_bearer(ada)).status_code == 404
+        assert c.post("/api/submissions", files={"file": ("s.csv", b"x")}).status_code == 401
+        # bob reaches the same best public score later: ada ranks first (ties by time)
+        _wait_scored(get(bob), post(bob, data.submission).json()["id"])
+        lb = c.get("/api/leaderboard").json()
+        assert [(e["user"], e["submissions"]) for e in lb] == [("ada", 2), ("bob", 1)]
+        assert all({"user", "public_score", "submissions"} <= set(e) and "private_score" not in e for e in lb)
+        assert lb[0]["public_score"] == lb[1]["public_score"] == better["public_score"]
+        assert c.get("/api/leaderboard/private").status_code == 404
+        mine = c.get("/api/submissions", headers=_bearer(bob)).json()
+        assert [m["user"] for m in mine] == ["bob"]
+        # rescore and grades (teacher only)
+        assert c.get("/teacher/grades.csv", headers=_bearer(ada)).status_code == 403
+        grades = c.get("/teacher/grades.csv", headers=_bearer(teacher)).text.splitlines()
+        assert grades[0].startswith("user,private_rank,private_score") and [g.split(",")[0] for g in grades[1:]] == ["ada", "bob"]
+    # after the deadline: the private board, private scores to the owner, uploads refused
+    board.deadline = parse_deadline("2001-01-01T00:00:00+00:00")
+    with _client(create_app(board)) as c:
+        priv = c.get("/api/leaderboard/private").json()
+        assert [e["user"] for e in priv] == ["ada", "bob"] and all(e["private_score"] is not None for e in priv)
+        assert c.get(f"/api/submissions/{first}", headers=_bearer(ada)).json()["private_score"] is not None
+        assert c.post("/api/submissions", files={"file": ("s.csv", data.submission.read_bytes())}, headers=_bearer(bob)).status_code == 403
+    board.engine.dispose()
+
+
+def test_sessions_and_csrf(db, data, tmp_path):
+    "The browser's way: sign in with the form, a signed HttpOnly cookie; every POST with a cookie needs the form's CSRF token"
+    from clinseg.board import add_user, open_board
+    from clinseg.pages import create_app
+    board = open_board("dsb2018", data.solution, db, tmp_path / "uploads")
+    ada, teacher = add_user(board.engine, "ada"), add_user(board.engine, "turing", "teacher")
+    csrf_of = lambda html: re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    with _client(create_app(board)) as c:
+        login = c.get("/login").text
+        assert c.post("/login", data={"token": ada}, follow_redirects=False).status_code == 403              # no CSRF token
+        assert c.post("/login", data={"token": "x", "csrf": csrf_of(login)}, follow_redirects=False).status_code == 401
+        r = c.post("/login", data={"token": ada, "csrf": csrf_of(login)}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/submissions"
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=lax" in cookie and "; secure" not in cookie and ada.lower() not in cookie
+        page = c.get("/submissions")
+        assert page.status_code == 200 and "script-src" not in page.headers["content-security-policy"] and "<script" not in page.text
+        csrf = csrf_of(page.text)
+        f = {"file": ("<img src=x onerror=alert(1)>.csv", data.submission.read_bytes())}
+        assert c.post("/submissions", files=f, follow_redirects=False).status_code == 403
+        assert c.post("/submissions", files=f, data={"csrf": "forged"}, follow_redirects=False).status_code == 403
+        assert c.post("/api/submissions", files=f).status_code == 403
+        assert c.post("/api/submissions", files=f, headers={"X-CSRF-Token": csrf}).status_code == 202
+        r = c.post("/submissions", files=f, data={"csrf": csrf}, follow_redirects=False)
+        assert r.status_code == 303
+        text = c.get(r.headers["location"]).text
+        assert "&lt;img src=x onerror=alert(1)&gt;.csv" in text and "<img" not in text                                 # escaped
+        assert c.get("/teacher", follow_redirects=False).status_code == 303                                   # not a teacher
+        assert c.post("/teacher/rescore", data={"id": "all", "csrf": csrf}).status_code == 403
+        c.post("/logout", data={"csrf": csrf})
+        assert c.get("/submissions", follow_redirects=False).status_code == 303
+        # a teacher's cookie session: rescore needs the token too
+        login = c.get("/login").text
+        c.post("/login", data={"token": teacher, "csrf": csrf_of(login)})
+        page = c.get("/teacher").text
+        assert "download" in page and "Grades (CSV)" in page
+        assert c.post("/teacher/rescore", data={"id": "all"}).status_code == 403
+        r = c.post("/teacher/rescore", data={"id": "all", "csrf": csrf_of(page)}, follow_redirects=False)
+        assert r.status_code == 303 and "queued" in r.headers["location"]
+    # a cookie signed with another secret is not a session
+    from itsdangerous import TimestampSigner
+    import base64
+    forged = TimestampSigner("guess").sign(base64.b64encode(json.dumps({"uid": 1}).encode())).decode()
+    with _client(create_app(board)) as c:
+        c.cookies.set("clinseg_session", forged)
+        assert c.get("/api/submissions").status_code == 401
+    board.engine.dispose()
+
+
+def test_migrations_match_schema(db):
+    "Alembic's `upgrade head` makes exactly the schema of `clinseg.board.METADATA`, on both databases"
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from clinseg.board import METADATA, connect
+    engine = connect(db)
+    with engine.connect() as c: assert compare_metadata(MigrationContext.configure(c), METADATA) == []
+    connect(db).dispose()     # a second start: nothing to do
+    engine.dispose()
+
+
+# ---------------------------------------------------------------- live servers
+
+def _add(db, name, role="student"):
+    from clinseg.board import add_user, connect
+    engine = connect(db)
+    try: return add_user(engine, name, role)
+    finally: engine.dispose()
+
+
+def _rows(db):
+    import sqlalchemy as sa
+    from clinseg.board import SUBMISSIONS, connect
+    engine = connect(db)
+    try:
+        with engine.connect() as c: return c.execute(sa.select(SUBMISSIONS).order_by(SUBMISSIONS.c.id)).all()
+    finally: engine.dispose()
+
+
+def test_daily_limit_concurrent(db, data, tmp_path):
+    "12 uploads of one student at once against a live server allowing 5 a day: exactly 5 get through"
+    from clinseg.serve import request
+    token = _add(db, "ada")
+    with live_server(tmp_path, "dsb2018", data.solution, db, daily_limit=5) as (url, proc):
+        barrier, out = threading.Barrier(12), []
+        def one():
+            barrier.wait()
+            out.append(request(url, "/api/submissions", token, file=data.submission, timeout=120)[0])
+        threads = [threading.Thread(target=one) for _ in range(12)]
+        for t in threads: t.start()
+        for t in threads: t.join(180)
+        assert sorted(out) == [202] * 5 + [429] * 7, out
+        assert request(url, "/api/submissions", token, file=data.bad)[0] == 429   # at the limit the early check answers first
+    rows = _rows(db)
+    assert len(rows) == 5 and all(r.status != "invalid" for r in rows)
+    assert len(list((tmp_path / "uploads").iterdir())) == 5                        # refused files are not kept
+
+
+def test_killed_while_scoring(db, data, tmp_path):
+    "SIGKILL (the server's whole process group) while a submission is being scored; at the restart it is queued again and scored once, nothing half-written"
+    from clinseg.serve import request
+    token = _add(db, "ada")
+    log = tmp_path / "scoring.log"
+    env = {"SLOW_SCORE": "30", "SLOW_SCORE_LOG": str(log)}
+    with live_server(tmp_path, data.slow, data.solution, db, env=env) as (url, proc):
+        status, body = request(url, "/api/submissions", token, file=data.submission)
+        assert status == 202
+        sid = body["id"]
+        end = time.monotonic() + 60
+        while request(url, f"/api/submissions/{sid}", token)[1]["status"] != "scoring":
+            assert time.monotonic() < end, "never started scoring"
+            time.sleep(0.05)
+        while not log.exists(): time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)      # the server and its scoring process, mid-score
+    [row] = _rows(db)
+    assert (row.status, row.attempts, row.public_score, row.scored) == ("scoring", 1, None, None)
+    with live_server(tmp_path, data.slow, data.solution, db, env={**env, "SLOW_SCORE": "0"}) as (url, proc):
+        s = _wait_scored(lambda i: request(url, f"/api/submissions/{i}", token)[1], sid)
+    [row] = _rows(db)
+    assert (row.status, row.attempts) == ("scored", 2) and row.public_score == s["public_score"] and row.private_score is not None
+    assert log.read_text().count("start") == 2                 # the killed attempt and the one that finished: nothing scored a third time
+
+
+def _vm_hwm(pid):
+    "Peak resident memory of a process, in bytes (Linux)"
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"): return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_upload_cap_streams(data, tmp_path):
+    "A body over the cap is refused (413) while it streams, without being held in memory; a declared length is refused at once"
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    token = _add(db, "ada")
+    if not Path("/proc/self/status").exists(): _skip("no /proc (peak memory of the server cannot be read)")
+    with live_server(tmp_path, "dsb2018", data.solution, db, max_upload_mb=1) as (url, proc):
+        port = int(url.rsplit(":", 1)[1])
+        from clinseg.serve import request
+        assert request(url, "/api/submissions", token)[0] == 200    # the token's argon2 check (64 MiB, once) before measuring
+        before = _vm_hwm(proc.pid)
+        boundary = "b0undary"
+        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\n\r\nImageId,EncodedPixels\n').encode()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.putrequest("POST", "/api/submissions")
+        conn.putheader("Authorization", f"Bearer {token}")
+        conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        block, sent = b"x" * (1 << 20), 0
+        try:
+            conn.send(b"%x\r\n%s\r\n" % (len(head), head))
+            while sent < 256 << 20:                              # 256 MB, unless the server stops reading first
+                conn.send(b"%x\r\n%s\r\n" % (len(block), block)); sent += len(block)
+            conn.send(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError): pass
+        resp = conn.getresponse()
+        assert resp.status == 413 and "1 MB" in json.loads(resp.read())["error"]
+        conn.close()
+        assert _vm_hwm(proc.pid) - before < 40 << 20, (before, _vm_hwm(proc.pid))   # far below the 256 MB offered
+        assert list((tmp_path / "uploads").iterdir()) == []                          # the partial file is gone
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)              # a declared length over the cap: refused unread
+        conn.putrequest("POST", "/api/submissions")
+        conn.putheader("Authorization", f"Bearer {token}")
+        conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+        conn.putheader("Content-Length", str(50 << 20))
+        conn.endheaders()
+        conn.send(head)
+        resp = conn.getresponse()
+        assert resp.status == 413
+        conn.close()
+
+
+def test_light_import():
+    "`import clinseg` and `clinseg.serve` (the submit client, the commands' arguments) do not import the server's packages"
+    code = ("import sys, clinseg, clinseg.serve; heavy = [m for m in ('starlette', 'sqlalchemy', 'uvicorn', 'alembic', 'argon2') if m in sys.modules]; "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_arguments_parse():
+    "SERVE_ARGUMENTS build argparse parsers whose Namespaces the commands take"
+    import argparse
+    from clinseg.serve import SERVE_ARGUMENTS, SERVE_HELP
+    assert set(SERVE_ARGUMENTS) == set(SERVE_HELP) == {"serve", "serve-admin", "submit"}
+    parsers = {}
+    for name, arguments in SERVE_ARGUMENTS.items():
+        p = parsers[name] = argparse.ArgumentParser(prog=name)
+        for names, kwargs in arguments: p.add_argument(*names, **kwargs)
+    a = parsers["serve"].parse_args(["--competition", "dsb2018", "--solution", "s.csv"])
+    assert (a.host, a.port, a.daily_limit, a.db, a.deadline, a.scheduler, a.max_upload_mb) == ("127.0.0.1", 8000, 5, None, None, None, 20)
+    a = parsers["serve-admin"].parse_args(["add-teacher", "turing", "--db", "sqlite:///x.sqlite"])
+    assert (a.action, a.name, a.db) == ("add-teacher", "turing", "sqlite:///x.sqlite")
+    a = parsers["submit"].parse_args(["--server", "http://h:1", "--token", "t", "f.csv", "--wait"])
+    assert (a.server, a.token, a.file, a.wait) == ("http://h:1", "t", "f.csv", True)
+
+
+# ---------------------------------------------------------------- a real browser, without JavaScript
+
+def _browser_missing():
+    if not CHROMIUM.exists(): return f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)"
+    try: import playwright.sync_api  # noqa: F401
+    except ImportError: return "playwright is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def test_browser_without_javascript(data, tmp_path):
+    "Sign in, upload, see the score (the page reloads itself) and the leaderboard, in Chromium with JavaScript off"
+    why = _browser_missing()
+    if why:
+        if os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(why)
+        _skip(why)
+    from playwright.sync_api import sync_playwright
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    token = _add(db, "ada")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    profile = Path(tempfile.mkdtemp(prefix="clinseg-chromium-"))
+    try:
+        with live_server(tmp_path, "dsb2018", data.solution, db) as (url, proc), sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+                                                       java_script_enabled=False, viewport={"width": 1200, "height": 900}, timeout=60_000)
+            page = ctx.pages[0] if ctx.pages else ctx.new_page()
+            page.set_default_timeout(60_000)
+            try:
+                page.goto(f"{url}/submissions")
+                assert page.url.endswith("/login")                                    # signed out: to the sign-in page
+                page.fill("input[name=token]", token)
+                page.click("text=Sign in >> nth=-1")
+                page.wait_for_url(f"{url}/submissions")
+                page.screenshot(path=str(ARTIFACTS / "serve_1_signed_in.png"))
+                page.set_input_files("input[name=file]", str(data.submission))
+                page.click("button:has-text('Upload')")
+                page.wait_for_url(re.compile(r".*/submissions/\d+$"))
+                page.wait_for_selector("#public", timeout=60_000)                    # the meta refresh, not a script, brings it
+                assert page.inner_text("#status") == "scored"
+                score = float(page.inner_text("#public"))
+                page.screenshot(path=str(ARTIFACTS / "serve_2_scored.png"))
+                page.click("text=Leaderboard")
+                row = page.inner_text("#leaderboard tr:nth-child(2)")
+                assert "ada" in row and f"{score:.5f}" in row
+                page.screenshot(path=str(ARTIFACTS / "serve_3_leaderboard.png"))
+            except BaseException:
+                page.screenshot(path=str(ARTIFACTS / "serve_failure.png")); raise
+            finally: ctx.close()
+    finally: shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_scheduler(data, tmp_path):
+    "`--scheduler ADDRESS`: the server scores on a running dask.distributed cluster (a local one here, on 127.0.0.1)"
+    try: from distributed import LocalCluster
+    except ImportError: _skip("dask.distributed is not installed (pip install 'dask[distributed]')")
+    from clinseg.serve import request
+    from clinseg.submissions import score
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    token = _add(db, "ada")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+        with live_server(tmp_path, "dsb2018", data.solution, db, scheduler=cluster.scheduler_address) as (url, proc):
+            status, body = request(url, "/api/submissions", token, file=data.submission)
+            assert status == 202
+            s = _wait_scored(lambda i: request(url, f"/api/submissions/{i}", token)[1], body["id"])
+        assert "on the dask cluster" in (tmp_path / f"server-{url.rsplit(':', 1)[1]}.log").read_text()
+    assert s["status"] == "scored" and s["public_score"] == score(data.solution, data.submission, "dsb2018").public
+
+
+# ---------------------------------------------------------------- the command line, as the README and the walkthrough type it
+
+def test_command_line(data, tmp_path):
+    "`clinseg serve-admin` prints a token, `clinseg serve` starts the site, `clinseg submit --wait` prints the score; errors are one line"
+    import shutil
+    exe = shutil.which("clinseg")
+    assert exe, "the clinseg command is not installed (pip install -e .)"
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    run = lambda *a, **kw: subprocess.run([exe, *map(str, a)], capture_output=True, text=True, timeout=120, cwd=tmp_path, **kw)
+    made = run("serve-admin", "add-user", "ada", "--db", db)
+    assert made.returncode == 0 and made.stdout.count("\n") == 1 and "shown this once" in made.stderr, made.stderr
+    token = made.stdout.strip()
+    port = _free_port()
+    proc = subprocess.Popen([exe, "serve", "-c", "dsb2018", "--solution", data.solution, "--db", db, "--port", str(port),
+                             "--uploads", tmp_path / "uploads"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        from clinseg.serve import ServeError, request
+        end = time.monotonic() + 60
+        while True:
+            try: request(url, "/api/leaderboard", timeout=2); break
+            except ServeError:
+                assert proc.poll() is None and time.monotonic() < end, proc.stderr.read() if proc.poll() is not None else "no answer in 60 s"
+                time.sleep(0.2)
+        sub = run("submit", data.submission, "--server", url, "--token", token, "--wait", "--timeout", 120)
+        assert sub.returncode == 0 and "scored: public score 0." in sub.stdout, (sub.stdout, sub.stderr)
+        bad = run("submit", data.bad, "--server", url, "--token", token)
+        assert bad.returncode == 1 and "invalid" in bad.stdout and "row 2: field ImageId" in bad.stderr
+        nobody = run("submit", data.submission, "--server", url, "--token", "0000abcd.nope")
+        assert nobody.returncode == 1 and nobody.stderr.count("\n") == 1 and "401" in nobody.stderr, nobody.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try: proc.wait(20)
+        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)
+    assert "Traceback" not in proc.stderr.read()
+    gone = run("submit", data.submission, "--server", url, "--token", token)
+    assert gone.returncode == 1 and gone.stderr.count("\n") == 1 and "no answer" in gone.stderr, gone.stderr
