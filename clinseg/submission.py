@@ -475,36 +475,43 @@ def read_csv_solution(source,       # the solution CSV (path or text stream)
 
 # %% ../nbs/13_submission.ipynb #4e6cf898
 @kernel
-def _any_overlap(s, l, bounds):
-    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel; one bit per pixel, 64 to a word"
-    out, ones = np.zeros(bounds.size - 1, np.bool_), np.uint64(0xFFFFFFFFFFFFFFFF)
+def _overlap_words(s, l, bounds):
+    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): 1 when two of them share a pixel, else 0, one bit per pixel, 64 to a word; 2 for few runs spread far apart (left to a sort)"
+    out, ones = np.zeros(bounds.size - 1, np.int8), np.uint64(0xFFFFFFFFFFFFFFFF)
     for g in range(bounds.size - 1):
         x0, x1 = bounds[g], bounds[g + 1]
         if x1 - x0 < 2: continue
         lo, hi = s[x0], s[x0] + l[x0]
         for k in range(x0, x1): lo, hi = min(lo, s[k]), max(hi, s[k] + l[k])
         words = (hi - lo) // 64 + 1
-        if words > 64 * (x1 - x0) + 4096:        # few runs spread far apart: sort them, and sweep
-            top = lo
-            for k in np.argsort(s[x0:x1]) + x0:
-                if s[k] < top: out[g] = True; break
-                top = max(top, s[k] + l[k])
-            continue
+        if words > 64 * (x1 - x0) + 4096:        # few runs spread far apart: the caller sorts them (a sort compiled here costs seconds once)
+            out[g] = 2; continue
         bits = np.zeros(words, np.uint64)
         for k in range(x0, x1):
             a, b = s[k] - lo, s[k] - lo + l[k] - 1   # the run's first and last pixel
             wa, wb = a >> 6, b >> 6
             first, last = ones << np.uint64(a & 63), ones >> np.uint64(63 - (b & 63))
             if wa == wb: first &= last
-            if bits[wa] & first: out[g] = True; break
+            if bits[wa] & first: out[g] = 1; break
             bits[wa] |= first
             if wa == wb: continue
             for w in range(wa + 1, wb):
-                if bits[w]: out[g] = True; break
+                if bits[w]: out[g] = 1; break
                 bits[w] = ones
-            if out[g] or bits[wb] & last: out[g] = True; break
+            if out[g] or bits[wb] & last: out[g] = 1; break
             bits[wb] |= last
     return out
+
+# %% ../nbs/13_submission.ipynb #f1f164d8
+def _any_overlap(s, l, bounds, compiled=None):
+    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel (`_overlap_words`; far-apart runs by one sort)"
+    if compiled is None: compiled = numba_available()
+    code = (_overlap_words if compiled else _overlap_words.py)(s, l, bounds)
+    for g in np.flatnonzero(code == 2).tolist():
+        a, b = s[bounds[g]:bounds[g + 1]], l[bounds[g]:bounds[g + 1]]
+        by = np.argsort(a, kind="stable")
+        code[g] = (a[by][1:] < np.maximum.accumulate((a + b)[by])[:-1]).any()
+    return code.astype(bool)
 
 # %% ../nbs/13_submission.ipynb #caee7f70
 def _columnar(comp, conv, solution, only) -> bool:
