@@ -211,7 +211,7 @@ def competition_source(competition) -> str | None:
     if isinstance(competition, (str, os.PathLike)): return str(competition)
     try:
         if COMPETITIONS.find(competition.name) is competition: return competition.name
-    except KeyError: pass
+    except (KeyError, AttributeError): pass   # not registered, or not a `Competition` at all
     for m in list(sys.modules.values()):      # a teacher's file, loaded by `load_competition`
         if getattr(m, "COMPETITION", None) is competition and getattr(m, "__file__", None): return m.__file__
     return None
