@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # run from a checkout without installing
 from clinseg.rle import parse_runs
-from clinseg.instances import (dsb_image_score, iou_matrix, label_to_runs, reference_histogram_score, runs_to_labels,
-                               synthetic_nuclei, synthetic_prediction)
+from clinseg.instances import iou_matrix, label_to_runs, runs_to_labels
+from clinseg.dsb_metric import dsb_image_score, reference_histogram_score, synthetic_nuclei, synthetic_prediction
 
 DATA = next((p for p in [ROOT.parent / "shared" / "data", ROOT / ".." / "shared" / "data"] if p.exists()), ROOT.parent / "shared" / "data")
 BASELINE = DATA / "external" / "3e601b58fe87fa320559d95010dd6e31758c46e8"   # rcnn-396.csv, LB 0.396

@@ -14,7 +14,7 @@ import numpy as np
 from .runs import Objects, runs_overlap
 from .rle import get_convention
 from .dice import dice_from_counts
-from .instances import dsb_image_score
+from .dsb_metric import dsb_image_score
 from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
 from .submission import KnownIds, SubmissionError, key_fields, key_of, read_groups, solution_truth
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..rle import Convention, format_runs
-from ..instances import f2_image_score, label_to_runs, connected_objects
+from ..instances import label_to_runs, connected_objects
+from ..dsb_metric import f2_image_score
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
 from ..submission import USAGES, Competition, Solution, SubmissionError, key_fields

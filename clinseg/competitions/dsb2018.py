@@ -11,7 +11,8 @@ import numpy as np
 from ..runs import find_overlaps, mask_to_runs
 from ..dice import overlap_image
 from ..rle import encode, format_runs
-from ..instances import dsb_image_score, iou_matrix, label_to_runs, synthetic_nuclei, connected_objects
+from ..instances import iou_matrix, label_to_runs, connected_objects
+from ..dsb_metric import dsb_image_score, synthetic_nuclei
 from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition
 from ..scoring import instance_items, new_file

@@ -12,7 +12,8 @@ import numpy as np
 from ..rle import Convention, format_runs
 from ..runs import mask_to_runs
 from ..dice import overlap_image
-from ..instances import DSB_THRESHOLDS, DSBImageScore, Overlaps, label_to_runs, overlap_counts, connected_objects
+from ..instances import Overlaps, label_to_runs, overlap_counts, connected_objects
+from ..dsb_metric import DSB_THRESHOLDS, DSBImageScore
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..submission import Competition, key_fields, solution_truth
 from ..scoring import new_file
