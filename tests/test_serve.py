@@ -151,6 +151,17 @@ def _wait_scored(get, sid, timeout=60):
     raise AssertionError(f"submission {sid} not scored in {timeout} s: {s}")
 
 
+def _wait_until_up(url, proc, log, timeout=60):
+    "Wait until the server at `url` answers; an AssertionError with its log (`log()`) if it stops or stays silent"
+    from clinseg.serve import ServeError, request
+    end = time.monotonic() + timeout
+    while True:
+        try: request(url, "/api/leaderboard", timeout=2); return
+        except ServeError:
+            if proc.poll() is not None or time.monotonic() > end: raise AssertionError(f"the server did not start:\n{log()}")
+            time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def live_server(tmp, competition, solution, db, env=None, **options):
     "`serve_command` in a subprocess on a free port; yields (URL, process); stopped (SIGINT, then SIGKILL) at the end"
@@ -163,14 +174,7 @@ def live_server(tmp, competition, solution, db, env=None, **options):
                             start_new_session=True)   # its own process group: the server and its scoring process
     url = f"http://127.0.0.1:{port}"
     try:
-        from clinseg.serve import ServeError, request
-        end = time.monotonic() + 60
-        while True:
-            try: request(url, "/api/leaderboard", timeout=2); break
-            except ServeError:
-                if proc.poll() is not None or time.monotonic() > end:
-                    raise AssertionError(f"the server did not start:\n{(tmp / f'server-{port}.log').read_text()[-3000:]}")
-                time.sleep(0.1)
+        _wait_until_up(url, proc, lambda: (tmp / f"server-{port}.log").read_text()[-3000:])
         yield url, proc
     finally:
         if proc.poll() is None:
@@ -517,13 +521,7 @@ def test_command_line(data, tmp_path):
                             cwd=tmp_path, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        from clinseg.serve import ServeError, request
-        end = time.monotonic() + 60
-        while True:
-            try: request(url, "/api/leaderboard", timeout=2); break
-            except ServeError:
-                assert proc.poll() is None and time.monotonic() < end, proc.stderr.read() if proc.poll() is not None else "no answer in 60 s"
-                time.sleep(0.2)
+        _wait_until_up(url, proc, lambda: proc.stderr.read() if proc.poll() is not None else "")
         sub = run("submit", data.submission, "--server", url, "--token", token, "--wait", "--timeout", 120)
         assert sub.returncode == 0 and "scored: public score 0." in sub.stdout, (sub.stdout, sub.stderr)
         bad = run("submit", data.bad, "--server", url, "--token", token)
