@@ -535,3 +535,19 @@ def test_command_line(data, tmp_path):
     assert "Traceback" not in proc.stderr.read()
     gone = run("submit", data.submission, "--server", url, "--token", token)
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1 and "no answer" in gone.stderr, gone.stderr
+
+
+def test_no_user_path_reaches_the_disk(data, tmp_path):
+    "An upload named like a path (`../../x.csv`, an absolute path) is stored under a server-chosen name inside the uploads folder only"
+    from clinseg.board import add_user, open_board
+    from clinseg.pages import create_app
+    board = open_board("dsb2018", data.solution, f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path / "uploads")
+    token = add_user(board.engine, "ada")
+    with _client(create_app(board)) as c:
+        for name in ["../../escaped.csv", "/tmp/escaped-abs.csv", "..\\..\\escaped-win.csv"]:
+            r = c.post("/api/submissions", files={"file": (name, data.submission.read_bytes())}, headers=_bearer(token))
+            assert r.status_code == 202, r.text
+    stored = sorted(p.name for p in (tmp_path / "uploads").rglob("*") if p.is_file())
+    assert len(stored) == 3 and all(re.fullmatch(r"[0-9a-f]{32}\.csv", n) for n in stored), stored
+    assert not list(tmp_path.parent.glob("escaped*")) and not Path("/tmp/escaped-abs.csv").exists()
+    board.engine.dispose()
