@@ -195,7 +195,7 @@ def coco_set(n_images, n_objects, n_dets, shape, seed=0, crowd_rate=0.3):
 def overlapping_images(gt):
     "How many images have two true objects that share a pixel"
     from clinseg.coco import coco_rles_to_runs
-    from clinseg.runs import find_overlaps
+    from clinseg.objects import find_overlaps
     by = {}
     for a, r in zip(gt["annotations"], coco_rles_to_runs([a["segmentation"] for a in gt["annotations"]])): by.setdefault(a["image_id"], []).append(r)
     return sum(find_overlaps(runs)[0].size > 0 for runs in by.values())

@@ -4,7 +4,8 @@ __version__ = "0.0.1"
 # The public API at package level is what a student types (`from clinseg import encode, dice, ...`); everything else
 # lives in its chapter's module (`clinseg.runs`, `clinseg.rle`, ..., `clinseg.competitions.dsb2018`). Modules are
 # imported in reading order; `clinseg.coco` registers the "coco" convention with `clinseg.rle` when imported.
-from .runs import Objects, RLEError, mask_to_runs, runs_to_mask
+from .runs import RLEError, mask_to_runs, runs_to_mask
+from .objects import Objects
 from .rle import CONVENTIONS, Convention, decode, encode, format_runs, parse_runs, rle_playground, transcode
 from .coco import coco_string
 from .dice import dice, dice_explorer, dice_per_class, iou, mean_dice, rle_dice

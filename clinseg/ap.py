@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import math
 import numpy as np
 from .runs import *
+from .objects import *
 from .instances import label_objects
 from .matching import *
 

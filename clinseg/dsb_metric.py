@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 import numpy as np
-from .runs import concat_runs, overlapping_pairs, runs_to_pixels
+from .runs import runs_to_pixels
+from .objects import concat_runs, overlapping_pairs
 from .instances import Overlaps, label_to_runs, overlap_counts, overlaps_and_objects, reference_histogram_iou
 
 # %% auto #0

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import math
 import numpy as np
 from .runs import *
+from .objects import *
 from .rle import *
 from .kernels import kernel, numba_available
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import math
 import numpy as np
 from .runs import *
+from .objects import *
 from .kernels import kernel, numba_available
 
 # %% auto #0

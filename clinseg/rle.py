@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 from .kernels import kernel, numba_available
 from .runs import *
+from .objects import *
 
 # %% auto #0
 __all__ = ['CONVENTIONS', 'Convention', 'get_convention', 'register_convention', 'textbook_format', 'format_runs',
@@ -22,7 +23,7 @@ __all__ = ['CONVENTIONS', 'Convention', 'get_convention', 'register_convention',
            'overlapping_pairs', 'find_overlaps']
 
 # %% ../nbs/02_rle.ipynb #5dab018d
-# the names of Masks and runs stay importable from here (`from clinseg.rle import *`, `clinseg.rle.mask_to_runs`)
+# the names of Masks and runs and of Objects and overlaps stay importable from here (`from clinseg.rle import *`, `clinseg.rle.mask_to_runs`)
 _all_ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit',
           'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
           'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs',

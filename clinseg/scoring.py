@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 import numpy as np
-from .runs import Objects, runs_overlap
+from .objects import Objects, runs_overlap
 from .rle import get_convention
 from .dice import dice_from_counts
 from .dsb_metric import dsb_image_score

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 import numpy as np
-from .runs import Objects, find_overlaps, mask_size, whole_number
+from .runs import mask_size, whole_number
+from .objects import Objects, find_overlaps
 from .rle import get_convention, parse_many
 from .csvstream import BLOCK_SIZE, CSVSource, Fields, Report, csv_chunks, source_name
 from .kernels import kernel, numba_available

@@ -8,7 +8,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..runs import find_overlaps, mask_to_runs
+from ..runs import mask_to_runs
+from ..objects import find_overlaps
 from ..dice import overlap_image
 from ..rle import encode, format_runs
 from ..instances import iou_matrix, label_to_runs, connected_objects

@@ -8,7 +8,8 @@ import csv, math, re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..runs import Objects, mask_to_runs, merge_touching_runs, runs_overlap, runs_to_mask
+from ..runs import mask_to_runs, merge_touching_runs, runs_to_mask
+from ..objects import Objects, runs_overlap
 from ..rle import format_runs, parse_many
 from ..dice import dice_from_counts
 from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image

@@ -8,7 +8,8 @@ import gzip, re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..runs import Objects, merge_touching_runs, runs_to_pixels
+from ..runs import merge_touching_runs, runs_to_pixels
+from ..objects import Objects
 from ..rle import decode, encode, format_runs, get_convention, parse_many
 from ..dice import dice
 from dataclasses import replace

@@ -8,7 +8,8 @@ import math, re
 from dataclasses import dataclass, replace
 from pathlib import Path
 import numpy as np
-from ..runs import reorder_runs, runs_overlap
+from ..runs import reorder_runs
+from ..objects import runs_overlap
 from ..rle import encode
 from ..dice import dice_from_counts
 from ..surface import voxel_hausdorff
