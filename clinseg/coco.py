@@ -305,7 +305,7 @@ def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
 # %% ../nbs/03_coco.ipynb #a6a53e07
 def _compiled_coco_rles(rles, counts):
     "Runs of every RLE by one call of the compiled reader, or None when one needs the vectorised reader (lists of counts, its checks and messages)"
-    try: raw = [c.encode("ascii") if isinstance(c, str) else bytes(c) if isinstance(c, bytes) else None for c in counts]
+    try: raw = [c.encode("ascii") if isinstance(c, str) else c if isinstance(c, bytes) else None for c in counts]
     except UnicodeEncodeError: return None
     if None in raw: return None
     at = np.zeros(len(raw) + 1, np.int64)

@@ -317,6 +317,15 @@ def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengt
     flat[runs_to_pixels(s, l)] = np.repeat(ids[k] if k.size else ids[:0], l)
     return flat.reshape([shape[a] for a in axes]).transpose(np.argsort(axes))
 
+# %% ../nbs/06_instances.ipynb #21a8993d
+def _segment_table(seg_t, seg_p, lengths):
+    "Intersections, areas and ids from the segments' labels and lengths: one `bincount` over their (truth, prediction) codes"
+    t_ids, ti = _index_values(seg_t, background=True)     # label values -> 0, 1, ..., n (ids need not be consecutive)
+    p_ids, pi = _index_values(seg_p, background=True)     # row 0 and column 0: the background
+    nt, npr = t_ids.size, p_ids.size
+    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
+    return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
+
 # %% ../nbs/06_instances.ipynb #2abd7c90
 def _label_overlaps(truth, pred):
     "Intersections, areas and ids of two label images: one `bincount` over the runs of constant (truth, pred) pairs"
@@ -326,11 +335,7 @@ def _label_overlaps(truth, pred):
     change |= p[1:] != p[:-1]                              # a new segment wherever either label changes
     starts = np.concatenate([[0], np.flatnonzero(change) + 1])
     lengths = np.diff(np.concatenate([starts, [t.size]]))
-    t_ids, ti = _index_values(t[starts], background=True)   # label values -> 0, 1, ..., n (ids need not be consecutive)
-    p_ids, pi = _index_values(p[starts], background=True)   # row 0 and column 0: the background
-    nt, npr = t_ids.size, p_ids.size
-    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
-    return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
+    return _segment_table(t[starts], p[starts], lengths)
 
 _pair_table = _label_overlaps   # from here on, `overlap_counts` of two label images uses the segments
 
@@ -367,15 +372,6 @@ def _pair_segments(t,    # flat truth labels
     k += 1
     m = min(k, cap)
     return seg_t[:m], seg_p[:m], seg_n[:m], k
-
-# %% ../nbs/06_instances.ipynb #21a8993d
-def _segment_table(seg_t, seg_p, lengths):
-    "Intersections, areas and ids from the segments' labels and lengths: one `bincount` over their (truth, prediction) codes"
-    t_ids, ti = _lookup_index(seg_t, background=True)     # label values -> 0, 1, ..., n (ids need not be consecutive)
-    p_ids, pi = _lookup_index(seg_p, background=True)     # row 0 and column 0: the background
-    nt, npr = t_ids.size, p_ids.size
-    table = np.bincount(ti * npr + pi, lengths, minlength=nt * npr).astype(np.int64).reshape(nt, npr)
-    return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
 
 # %% ../nbs/06_instances.ipynb #e78ddc79
 _numpy_label_overlaps, _numpy_label_pair_table = _label_overlaps, _label_pair_table

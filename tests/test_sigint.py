@@ -8,26 +8,16 @@ import numpy as np
 import pytest
 
 from clinseg.competitions.dsb2018 import write_dsb, write_dsb_solution
+from clinseg.dsb_metric import synthetic_nuclei
 
 TRIALS = int(os.environ.get("CLINSEG_SIGINT_TRIALS", "10"))
-
-
-def nuclei(shape, n, rng):
-    "Label image of n random discs"
-    yy, xx = np.mgrid[:shape[0], :shape[1]]
-    lab = np.zeros(shape, np.int32)
-    for k in range(1, n + 1):
-        cy, cx, r = rng.uniform(0, shape[0]), rng.uniform(0, shape[1]), rng.uniform(4, 10)
-        lab[(yy - cy) ** 2 + (xx - cx) ** 2 <= r * r] = k
-    return lab
 
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory):
     "A DSB-style solution and submission of 6,400 256x256 images (16 generated images, repeated under new ids)"
     tmp = tmp_path_factory.mktemp("sigint")
-    rng = np.random.default_rng(0)
-    labels = {f"{k:064x}": nuclei((256, 256), 50, rng) for k in range(16)}
+    labels = {f"{k:064x}": synthetic_nuclei((256, 256), 50, seed=k)[1] for k in range(16)}   # the chapter's generator
     write_dsb_solution(tmp / "t_sol.csv", labels)
     write_dsb(tmp / "t_sub.csv", {i: np.roll(l, 1, axis=1) for i, l in labels.items()})
     for name in ("sol", "sub"):
