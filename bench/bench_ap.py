@@ -10,7 +10,8 @@
 (b) COCO segm end to end from a COCO ground-truth dict and a results list with compressed RLE strings (decode, load,
     evaluate, accumulate, summarize), on two sets whose true objects overlap one another (COCO annotations may):
     "coco", 50 images 480x640 x 30 objects x 36 detections, 3 classes, and "crowded", 5 images of 300 objects and
-    360 detections. All tools in one process, paired rounds (every tool once per round, the order rotated), medians
+    360 detections. clinseg runs twice: as a student calls it (`coco_average_precision` on the dicts) and through the
+    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All tools in one process, paired rounds (every tool once per round, the order rotated), medians
     with the min-max range, ratios clinseg / tool per round. Every AP must equal pycocotools' to 1e-12 (clinseg's
     on every class and threshold too).
 
@@ -202,7 +203,14 @@ def overlapping_images(gt):
 
 
 def coco_clinseg(gt, dets):
-    "clinseg from the COCO dict and results: decode every string, one ImageTruth per image, `average_precision` with COCO's rules"
+    "clinseg from the COCO dict and results, as a student calls it: `coco_average_precision` (chapter 10a)"
+    from clinseg.coco_eval import coco_average_precision
+    res = coco_average_precision(gt, dets)
+    return res.ap, res.per_class
+
+
+def coco_clinseg_records(gt, dets):
+    "clinseg from the same dicts through the general path: decode every string to its own runs, one ImageTruth per image from lists of runs, prediction records"
     from clinseg.ap import ImageTruth, average_precision, COCO_THRESHOLDS
     from clinseg.coco import coco_rles_to_runs
     anns = gt["annotations"]
@@ -215,7 +223,7 @@ def coco_clinseg(gt, dets):
     pruns = coco_rles_to_runs([d["segmentation"] for d in dets])
     records = [(d["image_id"], d["category_id"], d["score"], r) for d, r in zip(dets, pruns)]
     res = average_precision(truth, records, thresholds=COCO_THRESHOLDS, classes=[c["id"] for c in gt["categories"]], compare=">=",
-                            ignore_overlap="area", max_dets=100, order="F")
+                            ignore_overlap="area", max_dets=100, area_range=(0, 1e10), order="F")
     return res.ap, res.per_class
 
 
@@ -257,7 +265,7 @@ def coco_hotcoco(gt, dets):
     return float(E.stats[0]), None
 
 
-COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: decoding only": coco_decode_only, "pycocotools": coco_pycocotools, "faster-coco-eval": coco_faster, "hotcoco": coco_hotcoco}
+COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: records": coco_clinseg_records, "clinseg: decoding only": coco_decode_only, "pycocotools": coco_pycocotools, "faster-coco-eval": coco_faster, "hotcoco": coco_hotcoco}
 PEER_MODULES = {"pycocotools": "pycocotools", "faster-coco-eval": "faster_coco_eval", "hotcoco": "hotcoco"}
 
 
@@ -291,15 +299,16 @@ def check_agreement(name, results):
     ref_ap, ref_per = results["pycocotools"]
     for t, (ap, _) in ((t, r) for t, r in results.items() if r is not None):
         if not abs(ap - ref_ap) <= 1e-12: raise AssertionError(f"{name}: {t} AP {ap!r} differs from pycocotools' {ref_ap!r}")
-    per = results["clinseg"][1]
-    if not (np.array_equal(np.isnan(per), np.isnan(ref_per)) and np.allclose(per[~np.isnan(per)], ref_per[~np.isnan(ref_per)], rtol=0, atol=1e-12)):
-        raise AssertionError(f"{name}: clinseg's AP per class and threshold differs from COCOeval's")
+    for t in ("clinseg", "clinseg: records"):
+        per = results[t][1]
+        if not (np.array_equal(np.isnan(per), np.isnan(ref_per)) and np.allclose(per[~np.isnan(per)], ref_per[~np.isnan(ref_per)], rtol=0, atol=1e-12)):
+            raise AssertionError(f"{name}: {t}: AP per class and threshold differs from COCOeval's")
     return f"AP {ref_ap:.12f}: every tool within 1e-12 of pycocotools, clinseg on every class and threshold too"
 
 
 def coco_part(args):
     sets = QUICK_SETS if args.quick else COCO_SETS
-    tools = ["clinseg", "clinseg: decoding only"] + [t for t, m in PEER_MODULES.items() if importlib.util.find_spec(m)]
+    tools = ["clinseg", "clinseg: records", "clinseg: decoding only"] + [t for t, m in PEER_MODULES.items() if importlib.util.find_spec(m)]
     rounds = 2 if args.quick else args.rounds
     t0 = time.perf_counter(); COCO_TOOLS["clinseg"](*coco_set(1, 3, 3, (20, 30), seed=99)); first = time.perf_counter() - t0
     print(f"\n(b) COCO segm from a COCO dict and a results list (compressed RLE strings), {rounds} paired rounds, median [min-max]")

@@ -13,6 +13,7 @@ from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
 from .instances import iou_matrix, label_to_runs, overlap_counts
 from .dsb_metric import dsb_image_score, dsb_score, dsb_threshold_explorer
 from .ap import average_precision, image_truth, pr_explorer
+from .coco_eval import coco_average_precision
 from .phantom import ct_phantom
 from .ct import align_label, read_dicom_series, read_nifti_label
 from .dicom_seg import read_dicom_seg

@@ -15,7 +15,8 @@ from .matching import *
 # %% auto #0
 __all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'WAD_CLASSES', 'WAD_LABEL_CLASSES',
            'WAD_FRAME', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'ImageTruth', 'image_truth', 'PRCurve',
-           'APResult', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'wad_truth', 'read_wad_label']
+           'APResult', 'image_order', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'wad_truth',
+           'read_wad_label']
 
 # %% ../nbs/08_ap.ipynb #bd30887b
 THRESHOLDS = np.arange(10, 20) / 20                 # 0.50, 0.55, ..., 0.95, each the float nearest its decimal
@@ -289,7 +290,7 @@ def _truth_dict(truth, order):
     return out
 
 # %% ../nbs/08_ap.ipynb #fd9cba15
-def _image_order(ids):
+def image_order(ids):
     "Images sorted by id (COCOeval's order, used for ties in confidence); insertion order when ids cannot be sorted"
     try: return sorted(ids)
     except TypeError: return list(ids)
@@ -349,7 +350,7 @@ def _class_list(classes, truth, pr):
 
 # %% ../nbs/08_ap.ipynb #c06d7ddc
 def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `wad_truth` / `image_truth`
-                      predictions,        # records (image id, class, confidence, mask or runs), or dicts with those fields
+                      predictions,        # records (image id, class, confidence, mask or runs), dicts with those fields, or `Predictions` (images numbered in `image_order`)
                       thresholds=None,    # IoU thresholds; default 0.50, 0.55, ..., 0.95 (`THRESHOLDS`)
                       mode="coco101",     # "coco101": envelope at 101 recall levels; "cityscapes": raw curve integrated
                       classes=None,       # classes evaluated (a list, or a dict {class: name} such as `WAD_CLASSES`); default all seen
@@ -364,8 +365,10 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
     thresholds, ignore_overlap, area_range, min_region = _check_rules(mode, compare, ignore_overlap, thresholds, max_dets, area_range,
                                                                       min_region_size)
     truth = _truth_dict(truth, order)
-    images = _image_order(truth)
-    pr = read_predictions(predictions, {k: truth[k].shape for k in images}, order)
+    images = image_order(truth)
+    pr = predictions if isinstance(predictions, Predictions) else read_predictions(predictions, {k: truth[k].shape for k in images}, order)
+    if isinstance(predictions, Predictions) and len(pr) and not 0 <= pr.image.min() <= pr.image.max() < len(images):
+        raise ValueError(f"Predictions of images numbered up to {pr.image.max()}, but there are {len(images)} images")
     class_list = _class_list(classes, truth, pr)
     kept, N = cap_detections(pr, max_dets), len(pr)
     outcome, taken, iou, region = match_images([truth[k] for k in images], pr, kept, class_list, thresholds, compare == ">",

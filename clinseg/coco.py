@@ -5,15 +5,17 @@
 # %% ../nbs/03_coco.ipynb #6dca6757
 from __future__ import annotations
 import math
+from operator import itemgetter
 from dataclasses import replace
 import numpy as np
 from .kernels import kernel, numba_available
 from .runs import *
+from .objects import Objects
 from .rle import Convention, get_convention, register_convention
 
 # %% auto #0
 __all__ = ['runs_to_coco_counts', 'coco_counts_to_runs', 'textbook_coco_string', 'textbook_parse_coco_string', 'coco_string',
-           'parse_coco_string', 'coco_rles_to_runs']
+           'parse_coco_string', 'coco_rles_to_runs', 'coco_rles_to_objects']
 
 # %% ../nbs/03_coco.ipynb #2407a82f
 def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
@@ -302,27 +304,44 @@ def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
     first[n] = r
     return starts[:r], lengths[:r], first, total, -1
 
+# %% ../nbs/03_coco.ipynb #db8b9674
+def _counts_of(rles):
+    "The 'counts' of each RLE (a dict), or the RLE itself (a string, bytes or a list of counts)"
+    if set(map(type, rles)) == {dict}:
+        try: return list(map(itemgetter("counts"), rles))
+        except KeyError: pass
+    return [r["counts"] if isinstance(r, dict) else r for r in rles]
+
 # %% ../nbs/03_coco.ipynb #a6a53e07
 def _compiled_coco_rles(rles, counts):
-    "Runs of every RLE by one call of the compiled reader, or None when one needs the vectorised reader (lists of counts, its checks and messages)"
-    try: raw = [c.encode("ascii") if isinstance(c, str) else c if isinstance(c, bytes) else None for c in counts]
-    except UnicodeEncodeError: return None
-    if None in raw: return None
-    at = np.zeros(len(raw) + 1, np.int64)
-    np.cumsum([len(x) for x in raw], out=at[1:])
-    starts, lengths, first, total, bad = _coco_runs_many(np.frombuffer(b"".join(raw), np.uint8), at)
+    "All RLEs' runs end to end and where each RLE's begin, by one call of the compiled reader; None when one needs the vectorised reader (lists of counts, its checks and messages)"
+    kinds = set(map(type, counts))
+    if kinds <= {str}: text, sizes = "".join(counts), list(map(len, counts))
+    elif kinds == {bytes}: text, sizes = b"".join(counts), list(map(len, counts))
+    else:
+        try: raw = [c.encode("ascii") if isinstance(c, str) else c if isinstance(c, bytes) else None for c in counts]
+        except UnicodeEncodeError: return None
+        if None in raw: return None
+        text, sizes = b"".join(raw), list(map(len, raw))
+    try: b = text.encode("ascii") if isinstance(text, str) else text
+    except UnicodeEncodeError: return None                 # (a length in characters is not one in bytes)
+    at = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(sizes, out=at[1:])
+    starts, lengths, first, total, bad = _coco_runs_many(np.frombuffer(b, np.uint8), at)
     if bad >= 0: return None
     _check_coco_sizes(rles, total)
-    f = first.tolist()
-    return [(starts[a:b], lengths[a:b]) for a, b in zip(f[:-1], f[1:])]
+    return starts, lengths, first
 
 # %% ../nbs/03_coco.ipynb #1099fa72
 def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
                      ) -> list: # 0-based column-major (starts, lengths) of each
     "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass (or string by string by the compiled reader); counts checked against 'size' when given"
     rles = list(rles)
-    counts = [r["counts"] if isinstance(r, dict) else r for r in rles]
-    if numba_available() and (runs := _compiled_coco_rles(rles, counts)) is not None: return runs
+    counts = _counts_of(rles)
+    if numba_available() and (flat := _compiled_coco_rles(rles, counts)) is not None:
+        starts, lengths, first = flat
+        f = first.tolist()
+        return [(starts[a:b], lengths[a:b]) for a, b in zip(f[:-1], f[1:])]
     out, total = [None] * len(counts), np.zeros(len(rles), np.int64)   # runs, and pixels covered by the counts
     text_at = [k for k, c in enumerate(counts) if isinstance(c, (str, bytes))]
     if len(text_at) < len(counts):
@@ -349,10 +368,37 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
     return out
 
 # %% ../nbs/03_coco.ipynb #019b319f
+def _coco_sizes(rles):
+    "Each RLE's (height, width) as an (n, 2) int64 array, and which RLEs give one"
+    try: return np.array([r["size"] for r in rles], np.int64).reshape(len(rles), 2), np.ones(len(rles), bool)   # the usual case
+    except (TypeError, KeyError, ValueError, OverflowError): pass
+    hw, given = np.zeros((len(rles), 2), np.int64), np.zeros(len(rles), bool)
+    for k, r in enumerate(rles):
+        if isinstance(r, dict) and "size" in r:
+            try: hw[k], given[k] = r["size"], True
+            except (TypeError, ValueError, OverflowError): raise RLEError(f"RLE {k}: size {r['size']!r} is not (height, width)") from None
+    return hw, given
+
+# %% ../nbs/03_coco.ipynb #fd4cf138
 def _check_coco_sizes(rles, total):
     "The counts of every RLE that gives its 'size' must cover exactly height x width pixels"
-    want = np.array([math.prod(r["size"]) if isinstance(r, dict) and "size" in r else -1 for r in rles], np.int64)
-    bad = np.flatnonzero((want >= 0) & (want != total))
+    hw, given = _coco_sizes(rles)
+    want = hw[:, 0] * hw[:, 1]
+    bad = np.flatnonzero(given & (want != total))
     if bad.size:
         k = int(bad[0])
         raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(rles[k]['size'])} image's {want[k]}")
+
+# %% ../nbs/03_coco.ipynb #3636dbdf
+def coco_rles_to_objects(rles, # COCO RLEs, as `coco_rles_to_runs` takes them
+                        ) -> Objects: # object k: RLE k, column-major runs (order "F"), ids 0 .. n-1
+    "Every RLE's runs as one `Objects`, checked as `coco_rles_to_runs` checks them"
+    rles = list(rles)
+    flat = _compiled_coco_rles(rles, _counts_of(rles)) if numba_available() else None
+    if flat is None:
+        runs = coco_rles_to_runs(rles)
+        n = np.array([s.size for s, _ in runs], np.int64)
+        cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
+        flat = cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)])
+    return Objects.from_offsets(*flat, order="F")
+
