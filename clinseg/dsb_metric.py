@@ -38,10 +38,17 @@ def _count_above(inter, union, t):
     return int((inter * t.denominator > union * t.numerator).sum())
 
 # %% ../nbs/06a_dsb_metric.ipynb #21321bac
+def _columns(ts):
+    "Denominators and numerators of the thresholds as (T, 1) int64 columns, and the thresholds as floats"
+    den, num = (np.array([getattr(t, k) for t in ts], np.int64)[:, None] for k in ("denominator", "numerator"))
+    return den, num, np.array([float(t) for t in ts])
+
+_DSB_COLUMNS = _columns(DSB_THRESHOLDS)   # the default thresholds' columns, made once (read, never written)
+def _fraction_columns(ts): return _DSB_COLUMNS if ts is DSB_THRESHOLDS else _columns(ts)
+
 def _counts_above(inter, union, ts):
     "`_count_above` at every threshold: one array comparison when the products fit in int64, else threshold by threshold"
-    den = np.array([t.denominator for t in ts], np.int64)[:, None]
-    num = np.array([t.numerator for t in ts], np.int64)[:, None]
+    den, num, _ = _fraction_columns(ts)
     if union.size and int(union.max()) * int(den.max()) >= 1 << 62: return np.array([_count_above(inter, union, t) for t in ts], np.int64)
     return (inter[None, :] * den > union[None, :] * num).sum(1).astype(np.int64)
 
@@ -97,7 +104,7 @@ def dsb_image_score(truth,           # true objects: label image, an `Objects`, 
     total = tp + fp + fn
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))
     note = "" if len(o.truth_ids) or len(o.pred_ids) else f"no true and no predicted object: empty={empty} (outside the competition)"
-    return DSBImageScore(float(precision.mean()), np.array([float(t) for t in ts]), tp, fp, fn, precision, o, note)
+    return DSBImageScore(float(precision.mean()), _fraction_columns(ts)[2].copy(), tp, fp, fn, precision, o, note)
 
 # %% ../nbs/06a_dsb_metric.ipynb #274ac719
 def reference_histogram_score(truth_labels, pred_labels) -> float:

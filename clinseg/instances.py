@@ -13,8 +13,8 @@ from .rle import *
 from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['label_objects', 'label_to_runs', 'connected_objects', 'overlap_table', 'Overlaps', 'overlap_counts', 'iou_matrix',
-           'overlaps_and_objects', 'reference_histogram_iou', 'runs_to_labels']
+__all__ = ['DENSE_CELLS', 'label_objects', 'label_to_runs', 'connected_objects', 'overlap_table', 'Overlaps', 'overlap_counts',
+           'iou_matrix', 'overlaps_and_objects', 'reference_histogram_iou', 'runs_to_labels']
 
 # %% ../nbs/06_instances.ipynb #0b7cac5b
 def _labels_array(labels, what="labels", signs=True):
@@ -373,18 +373,66 @@ def _pair_segments(t,    # flat truth labels
     m = min(k, cap)
     return seg_t[:m], seg_p[:m], seg_n[:m], k
 
+# %% ../nbs/06_instances.ipynb #751bf530
+DENSE_CELLS = 1 << 16   # largest dense (truth, prediction) table, in cells (512 KiB of int64)
+
+@kernel
+def _dense_pair_table(seg_t, seg_p, seg_n, cells):
+    "`_segment_table`'s five arrays by a dense table of every label value up to the largest, and True; empty arrays and False when a label is negative or the table would pass `cells`"
+    nt = npr = 0
+    for k in range(seg_t.size):
+        if seg_t[k] < 0 or seg_p[k] < 0: nt = cells + 1; break
+        nt, npr = max(nt, np.int64(seg_t[k]) + 1), max(npr, np.int64(seg_p[k]) + 1)
+    e = np.zeros(0, np.int64)
+    if seg_t.size == 0 or nt * npr > cells: return np.zeros((0, 0), np.int64), e, e, e, e, False
+    table = np.zeros((nt, npr), np.int64)
+    for k in range(seg_t.size): table[seg_t[k], seg_p[k]] += seg_n[k]
+    t_area, p_area = table.sum(1), table.sum(0)
+    ti, pj = np.flatnonzero(t_area[1:]) + 1, np.flatnonzero(p_area[1:]) + 1   # the labels some pixel has (0: background)
+    inter = np.empty((ti.size, pj.size), np.int64)
+    for a in range(ti.size):
+        for b in range(pj.size): inter[a, b] = table[ti[a], pj[b]]
+    return inter, t_area[ti], p_area[pj], ti.astype(np.int64), pj.astype(np.int64), True
+
+# %% ../nbs/06_instances.ipynb #c7dc1a1a
+def _small_segment_table(seg_t, seg_p, lengths, check=False):
+    "`_segment_table`, by the dense table when the labels are small and non-negative (`check`: a negative label is an error)"
+    *table, ok = _dense_pair_table(seg_t, seg_p, lengths, DENSE_CELLS)
+    if ok: return tuple(table)
+    if check: _labels_array(seg_t, "truth"), _labels_array(seg_p, "prediction")   # every pixel's label is its segment's
+    return _segment_table(seg_t, seg_p, lengths)
+
+# %% ../nbs/06_instances.ipynb #07ff72ae
+@kernel
+def _pair_segments_2d(t, p, cap):
+    "`_pair_segments` of two 2-D label images of any memory layouts, in row-major order, without flattening either"
+    seg_t, seg_p, seg_n = np.empty(cap, t.dtype), np.empty(cap, p.dtype), np.empty(cap, np.int64)
+    k, run = 0, 0
+    a, b = t[0, 0], p[0, 0]
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            x, y = t[i, j], p[i, j]
+            if x != a or y != b:                           # either label changes: the segment ends
+                if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, run
+                k += 1; run = 0; a, b = x, y
+            run += 1
+    if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, run
+    k += 1
+    m = min(k, cap)
+    return seg_t[:m], seg_p[:m], seg_n[:m], k
+
 # %% ../nbs/06_instances.ipynb #e78ddc79
 _numpy_label_overlaps, _numpy_label_pair_table = _label_overlaps, _label_pair_table
 
 def _compiled_label_overlaps(truth, pred, check=False):
     "`_label_overlaps` with the segments from one compiled pass when numba is available (`check`: no negative label, checked on the segments)"
-    t, p = _flat_pair(truth, pred)
-    if not numba_available() or t.size == 0: return _numpy_label_overlaps(truth, pred)
-    cap = max(1024, t.size // 4)                          # nuclei images: a segment per 40 pixels or so
-    seg_t, seg_p, lengths, k = _pair_segments(t, p, cap)
-    if k > cap: seg_t, seg_p, lengths, k = _pair_segments(t, p, k)
-    if check: _labels_array(seg_t, "truth"), _labels_array(seg_p, "prediction")   # every pixel's label is its segment's
-    return _segment_table(seg_t, seg_p, lengths)
+    if not numba_available() or truth.size == 0 or truth.shape != pred.shape: return _numpy_label_overlaps(truth, pred)
+    mixed = truth.ndim == 2 and not (truth.flags.c_contiguous and pred.flags.c_contiguous) and not (truth.flags.f_contiguous and pred.flags.f_contiguous)
+    segments, pair = (_pair_segments_2d, (truth, pred)) if mixed else (_pair_segments, _flat_pair(truth, pred))
+    cap = max(1024, truth.size // 4)                      # nuclei images: a segment per 40 pixels or so
+    seg_t, seg_p, lengths, k = segments(*pair, cap)
+    if k > cap: seg_t, seg_p, lengths, k = segments(*pair, k)
+    return _small_segment_table(seg_t, seg_p, lengths, check)
 
 def _compiled_label_pair_table(truth, pred):
     "`_label_pair_table` reading each image once: the signs of the labels checked on the segments, not on every pixel"
@@ -441,3 +489,14 @@ def _painted_overlaps(truth, pred, order=None, shape=None, convention="dsb2018")
     return Overlaps(inter, t_areas, p_areas, t_ids, p_ids), None, tuple(_classify(s, w) for s, w in zip(sides, ("truth", "prediction")))
 
 _overlaps = _painted_overlaps   # from here on, `overlap_counts` and everything built on it paint mask lists
+
+# %% ../nbs/06_instances.ipynb #0362e837
+_any_overlaps = _overlaps
+
+def _label_image_overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
+    "`_overlaps`, straight to the pair table when both sides are label images of one shape (and `shape`, if given, is theirs)"
+    if type(truth) is np.ndarray and type(pred) is np.ndarray and truth.shape == pred.shape and (shape is None or tuple(np.atleast_1d(shape)) == truth.shape):
+        return Overlaps(*_label_pair_table(truth, pred)), None, (None, None)
+    return _any_overlaps(truth, pred, order, shape, convention)
+
+_overlaps = _label_image_overlaps   # from here on, label images take the short way
