@@ -211,7 +211,8 @@ def coco_clinseg(gt, dets):
 
 def coco_clinseg_records(gt, dets):
     "clinseg from the same dicts through the general path: decode every string to its own runs, one ImageTruth per image from lists of runs, prediction records"
-    from clinseg.ap import ImageTruth, average_precision, COCO_THRESHOLDS
+    from clinseg.predictions import ImageTruth
+    from clinseg.ap import average_precision, COCO_THRESHOLDS
     from clinseg.coco import coco_rles_to_runs
     anns = gt["annotations"]
     runs = coco_rles_to_runs([a["segmentation"] for a in anns])

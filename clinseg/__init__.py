@@ -12,7 +12,8 @@ from .dice import dice, dice_explorer, dice_per_class, iou, mean_dice, rle_dice
 from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
 from .instances import iou_matrix, label_to_runs, overlap_counts
 from .dsb_metric import dsb_image_score, dsb_score, dsb_threshold_explorer
-from .ap import average_precision, image_truth, pr_explorer
+from .predictions import image_truth
+from .ap import average_precision, pr_explorer
 from .coco_eval import coco_average_precision
 from .phantom import ct_phantom
 from .ct import align_label, read_dicom_series, read_nifti_label

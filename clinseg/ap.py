@@ -10,142 +10,18 @@ import numpy as np
 from .runs import *
 from .objects import *
 from .instances import label_objects
+from .predictions import *
 from .matching import *
 
 # %% auto #0
 __all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'WAD_CLASSES', 'WAD_LABEL_CLASSES',
-           'WAD_FRAME', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'ImageTruth', 'image_truth', 'PRCurve',
-           'APResult', 'image_order', 'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'wad_truth',
-           'read_wad_label']
+           'WAD_FRAME', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'PRCurve', 'APResult', 'image_order',
+           'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'wad_truth', 'read_wad_label']
 
 # %% ../nbs/08_ap.ipynb #bd30887b
 THRESHOLDS = np.arange(10, 20) / 20                 # 0.50, 0.55, ..., 0.95, each the float nearest its decimal
 COCO_THRESHOLDS = np.linspace(.5, .95, int(np.round((.95 - .5) / .05)) + 1)  # exactly as COCOeval builds them
 RECALL_POINTS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1)  # COCO's 101 recall levels
-
-# %% ../nbs/08_ap.ipynb #d8cceb9b
-def _empty_runs(): return np.zeros(0, np.int64), np.zeros(0, np.int64)
-
-# %% ../nbs/08_ap.ipynb #38d0946c
-@dataclass(init=False, eq=False)
-class ImageTruth:
-    "True objects of one image as one `Objects`: a class each, crowd flags, and the image's ignore region"
-    shape: tuple             # image shape, e.g. (height, width)
-    objects: Objects         # the objects' runs in the pixel order of the dataset, with their ids and areas
-    classes: np.ndarray      # class of each object
-    crowd: np.ndarray        # True for a COCO crowd region: absorbs detections of its class, never counted
-    ignore: tuple            # runs of the ignore region (WAD: 65535 and group pixels)
-    area: np.ndarray = None  # each object's area for COCO's area ranges: the annotation's stored `area` (None: its pixel count)
-
-    def __init__(self, shape, runs, classes, crowd, ignore=None, ids=None, area=None):
-        "`runs`: an `Objects`, or each object's 0-based (starts, lengths); `ids`: each object's id in the source (default: the Objects' ids, else positions)"
-        self.shape = tuple(int(s) for s in shape)
-        objects = runs if isinstance(runs, Objects) else None
-        if objects is None: runs = list(runs)
-        n = len(runs)
-        classes = np.asarray(classes).reshape(-1)
-        k = first_not_whole(classes)
-        if k >= 0: raise ValueError(f"object {k}: class {classes[k]} is not a whole number")
-        self.classes = classes.astype(np.int64)
-        self.crowd = np.zeros(n, bool) if crowd is None else np.asarray(crowd, bool).reshape(-1)
-        ids = (objects.ids if objects is not None else np.arange(n, dtype=np.int64)) if ids is None else np.asarray(ids, np.int64)
-        self.area = None if area is None else _stored_areas(area)
-        for name, v in (("classes", self.classes), ("crowd", self.crowd), ("ids", ids)) + ((("area", self.area),) if area is not None else ()):
-            if len(v) != n: raise ValueError(f"{len(v)} {name} for {n} objects")
-        self.objects = _truth_objects(runs, ids, self.shape)
-        self.ignore = object_runs(_empty_runs() if ignore is None else ignore, self.shape, "C", "ignore region")
-
-    @property
-    def runs(self) -> list: return self.objects.as_list()     # each object's (starts, lengths), for readers
-    @property
-    def ids(self) -> np.ndarray: return self.objects.ids
-    @property
-    def areas(self) -> np.ndarray: return self.objects.areas
-    @property
-    def ignore_area(self): return int(np.sum(self.ignore[1]))
-
-    @property
-    def range_areas(self):
-        "The areas COCO's area ranges judge: the stored `area` when given, else the pixel counts"
-        return self.areas if self.area is None else self.area
-
-    def __repr__(self):
-        cls, n = np.unique(self.classes[~self.crowd], return_counts=True)
-        counts = ", ".join(f"{k} of class {c}" for c, k in zip(cls.tolist(), n.tolist())) or "none"
-        crowd = f", {int(self.crowd.sum())} crowd regions" if self.crowd.any() else ""
-        return (f"ImageTruth {'x'.join(map(str, self.shape))}: {int((~self.crowd).sum())} objects ({counts}){crowd}, "
-                f"ignore region {self.ignore_area} px")
-
-# %% ../nbs/08_ap.ipynb #f00bc706
-def _stored_areas(area):
-    "COCO's stored areas as floats >= 0, or a clear error"
-    try: area = np.asarray(area, float).reshape(-1)
-    except (TypeError, ValueError): raise ValueError(f"area must hold numbers, one per object, not {area!r}") from None
-    bad = np.flatnonzero(~(area >= 0) | ~np.isfinite(area))
-    if bad.size: raise ValueError(f"object {bad[0]}: area {area[bad[0]]} is not a number >= 0")
-    return area
-
-# %% ../nbs/08_ap.ipynb #d87691c0
-def _truth_objects(runs, ids, shape):
-    "The true objects as one `Objects` with these ids: a list of runs checked against the image, an `Objects` trusted when it has the image's shape"
-    if not isinstance(runs, Objects): return Objects.from_runs(runs, ids, shape, "C", "truth object")
-    if runs.shape is not None and tuple(runs.shape) != shape:
-        raise ValueError(f"the objects are of a {'x'.join(map(str, runs.shape))} image, the image is {'x'.join(map(str, shape))}")
-    if runs.shape is None: runs.check(math.prod(shape), "truth object")
-    if runs.shape is None or not np.array_equal(ids, runs.ids):
-        return Objects(runs.starts, runs.lengths, runs.owner, ids, shape, runs.order, runs.area)
-    return runs
-
-# %% ../nbs/08_ap.ipynb #97f49b82
-def _per_object(values, ids, name):
-    "One value per object from a scalar, a dict keyed by id, or a sequence aligned with the objects"
-    if values is None: return None
-    if np.isscalar(values): return np.full(len(ids), values)
-    if isinstance(values, dict):
-        missing = [i for i in ids.tolist() if i not in values]
-        if missing: raise ValueError(f"{name}: no entry for object id {missing[0]}")
-        return np.array([values[i] for i in ids.tolist()])
-    values = np.asarray(values).reshape(-1)
-    if values.size != len(ids): raise ValueError(f"{name}: {values.size} values for {len(ids)} objects")
-    return values
-
-# %% ../nbs/08_ap.ipynb #e29d59e2
-def _checked_objects(runs, shape, order):
-    "One `Objects` from runs each already checked against the image (by `object_runs`)"
-    n = np.array([s.size for s, _ in runs], np.int64)
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    return Objects.from_offsets(cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)]), None, shape, order)
-
-# %% ../nbs/08_ap.ipynb #8eaac186
-def image_truth(objects,      # label image (integers, 0 = background), an `Objects`, or a list of boolean masks or of runs (starts, lengths)
-                classes,      # class of the objects: one number for all, a dict {id: class}, or a sequence aligned with the objects
-                ignore=None,  # ignore region: boolean mask or runs (e.g. WAD's 65535 pixels)
-                crowd=None,   # crowd flags (COCO `iscrowd`): a bool, a dict {id: bool} or a sequence
-                shape=None,   # image shape; needed when every object is given as runs
-                order="C",    # pixel order in which masks are turned into runs (all runs of a dataset must share it; an `Objects` has its own)
-                area=None,    # COCO's stored `area` of each object, for area ranges: a sequence or a dict {id: area}; None: pixel counts
-               ) -> ImageTruth:
-    "The true objects of one image as an `ImageTruth`"
-    if isinstance(objects, Objects):
-        shape, order, objs = objects.shape if shape is None else shape, objects.order, objects
-        if shape is None: raise ValueError("an Objects without a shape: pass the image's shape=(height, width)")
-    elif isinstance(objects, np.ndarray):
-        if objects.dtype == bool or objects.dtype.kind not in "iu":
-            raise TypeError(f"a label image must hold integers (0 = background), not {objects.dtype}: pass a list for boolean masks")
-        shape, objs = objects.shape, label_objects(objects, order)
-    else:
-        objects = list(objects)
-        if shape is None:
-            shapes = {o.shape for o in objects if isinstance(o, np.ndarray)} | ({np.shape(ignore)} if isinstance(ignore, np.ndarray) else set())
-            if len(shapes) > 1: raise ValueError(f"masks of different shapes: {sorted(shapes)}")
-            if not shapes: raise ValueError("objects given as runs: pass the image's shape=(height, width)")
-            shape = shapes.pop()
-        objs = _checked_objects([object_runs(o, shape, order, f"object {k}") for k, o in enumerate(objects)], shape, order)
-    shape = tuple(int(s) for s in shape)
-    ign = _empty_runs() if ignore is None else object_runs(np.asarray(ignore) if isinstance(ignore, np.ndarray) else ignore, shape, order, "ignore region")
-    ids = objs.ids
-    return ImageTruth(shape, objs, _per_object(classes, ids, "classes"), _per_object(crowd, ids, "crowd"), ign, ids,
-                      _per_object(area, ids, "area"))
 
 # %% ../nbs/08_ap.ipynb #6c846ae4
 @dataclass
@@ -559,7 +435,7 @@ def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG
         raise ValueError(f"{what}: label value {int(ids[k])} ({int(objs.areas[k])} pixels) is neither background 255, ignore 65535, a group class 161-168 nor class*1000+k")
     keep = np.flatnonzero(is_object)
     on_ignore = is_ignore[objs.owner]                                # the runs of 65535 and of the group classes
-    ignore = merge_touching_runs(objs.starts[on_ignore], objs.lengths[on_ignore]) if on_ignore.any() else _empty_runs()
+    ignore = merge_touching_runs(objs.starts[on_ignore], objs.lengths[on_ignore]) if on_ignore.any() else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     return ImageTruth(a.shape, objs.select(keep), ids[keep] // 1000, np.zeros(keep.size, bool), ignore, ids[keep])
 
 # %% ../nbs/08_ap.ipynb #92794d5e

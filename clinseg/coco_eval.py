@@ -11,8 +11,8 @@ import numpy as np
 from .runs import RLEError, first_not_whole
 from .objects import Objects
 from .coco import coco_rles_to_objects
-from .matching import Predictions
-from .ap import COCO_THRESHOLDS, ImageTruth, APResult, average_precision, image_order
+from .predictions import ImageTruth, Predictions
+from .ap import COCO_THRESHOLDS, APResult, average_precision, image_order
 
 # %% auto #0
 __all__ = ['COCO_AREAS', 'coco_truth', 'coco_predictions', 'coco_average_precision']

@@ -11,11 +11,12 @@ import math
 import numpy as np
 from .runs import *
 from .objects import *
+from .predictions import *
 from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['TP', 'FP', 'IGNORED_CROWD', 'IGNORED_REGION', 'IGNORED_AREA', 'CAPPED', 'OUTCOMES', 'greedy_loop', 'safe_ratio',
-           'Predictions', 'object_runs', 'read_predictions', 'cap_detections', 'match_images']
+           'match_images']
 
 # %% ../nbs/07_matching.ipynb #dc81ff84
 def greedy_loop(iou,            # (P, G) IoU of each prediction (in rank order, most confident first) with each true object
@@ -92,161 +93,6 @@ def safe_ratio(num, den) -> np.ndarray:
     "num / den in float64, broadcast, and 0 where den is 0 (an empty union, an empty prediction, no predictions yet)"
     num, den = np.asarray(num, float), np.asarray(den, float)
     return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
-
-# %% ../nbs/07_matching.ipynb #f3fbd092
-@dataclass(eq=False)
-class Predictions:
-    "All prediction records of a dataset as columns, and all their runs as one `Objects` (object k: prediction k)"
-    image: np.ndarray        # position of each prediction's image in the image order
-    cls: np.ndarray          # class
-    conf: np.ndarray         # confidence
-    objects: Objects         # every prediction's runs (0-based, each in its own image's pixels), owner = the prediction, with the areas
-    range_area: np.ndarray = None  # area judged by COCO's area range: the record's "area" when given, else the pixel count
-
-    def __post_init__(self):
-        if self.range_area is None: self.range_area = self.area.astype(float)
-    def __len__(self): return len(self.cls)
-
-    @property
-    def area(self) -> np.ndarray: return self.objects.areas
-
-    @cached_property
-    def _grouped(self):
-        "The run indices grouped by prediction, and where each prediction's group begins"
-        m = self.objects.owner
-        by = np.argsort(m, kind="stable") if m.size > 1 and (m[1:] < m[:-1]).any() else np.arange(m.size)
-        return by, np.searchsorted(m[by], np.arange(len(self) + 1))
-
-    def select(self, rows) -> Objects:
-        "The runs of the predictions `rows` as an `Objects`, numbered 0 .. len(rows) - 1 in that order (only their runs are read)"
-        by, first = self._grouped
-        n = first[rows + 1] - first[rows]
-        at = by[np.repeat(first[rows] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))]
-        o = self.objects
-        return Objects(o.starts[at], o.lengths[at], np.repeat(np.arange(len(rows)), n), o.ids[rows], None, o.order, self.area[rows])
-
-# %% ../nbs/07_matching.ipynb #a05d5451
-def object_runs(obj,   # one object: a boolean mask (2-D or more) or runs (starts, lengths)
-                shape, # shape of its image (None: runs are only checked to be whole, sorted and disjoint)
-                order, # pixel order in which a mask becomes runs
-                what,  # name of the object in error messages, e.g. "prediction 3 (image 'a')"
-               ) -> tuple[np.ndarray, np.ndarray]: # 0-based int64 starts and lengths
-    "Runs of one object given as a mask or as (starts, lengths), checked against the image"
-    if isinstance(obj, np.ndarray) and obj.ndim >= 2:
-        if shape is not None and obj.shape != tuple(shape):
-            raise ValueError(f"{what}: mask of shape {obj.shape}, the image is {'x'.join(map(str, shape))}")
-        return mask_to_runs(obj, order)
-    if isinstance(obj, (tuple, list)) and len(obj) == 2:
-        check_whole(obj[0], obj[1], what)
-        s, l = np.asarray(obj[0]).astype(np.int64, copy=False).reshape(-1), np.asarray(obj[1]).astype(np.int64, copy=False).reshape(-1)
-        if s.size != l.size: raise ValueError(f"{what}: {s.size} starts but {l.size} lengths")
-        try: check_runs_fit(s, l, math.prod(shape) if shape is not None else None)
-        except ValueError as e: raise ValueError(f"{what}: {e}") from None
-        return s, l
-    raise TypeError(f"{what}: expected a boolean mask (2-D array) or runs (starts, lengths), not {type(obj).__name__}")
-
-# %% ../nbs/07_matching.ipynb #1feabb56
-def _prediction_fields(rec, k):
-    "(image, class, confidence, object) of one prediction record"
-    if isinstance(rec, dict):
-        missing = [f for f in ("image", "class", "confidence") if f not in rec] + ([] if "runs" in rec or "mask" in rec else ["mask or runs"])
-        if missing: raise ValueError(f"prediction {k}: no {missing[0]!r} field")
-        return rec["image"], rec["class"], rec["confidence"], rec["runs"] if "runs" in rec else rec["mask"]
-    if not isinstance(rec, (tuple, list)) or len(rec) != 4:
-        raise ValueError(f"prediction {k}: expected (image, class, confidence, mask or runs)")
-    return tuple(rec)
-
-# %% ../nbs/07_matching.ipynb #47e9a367
-def _is_runs(obj):
-    "True for runs given as a tuple of two 1-D arrays (checked later, all at once)"
-    return type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray and obj[0].ndim == obj[1].ndim == 1
-
-# %% ../nbs/07_matching.ipynb #77ef7c01
-def _numbers(values, what):
-    "A float array of one field of every record; a clear error naming the first record that is not a number"
-    try: return np.array(values, float).reshape(len(values))
-    except (TypeError, ValueError):
-        for k, v in enumerate(values):
-            try: float(v)
-            except (TypeError, ValueError): raise ValueError(f"prediction {k}: {what} {v!r} is not a number") from None
-        raise
-
-# %% ../nbs/07_matching.ipynb #e7c16994
-def _check_all_runs(runs, sizes, records, shapes, order):
-    "Check every prediction's runs in one pass (on a problem, name the first bad prediction); all runs concatenated, with their owner"
-    n = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
-    bad = np.flatnonzero(n != np.fromiter((len(r[1]) for r in runs), np.int64, len(runs)))
-    if not bad.size:
-        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-        s, l = cat([r[0] for r in runs]), cat([r[1] for r in runs])
-        owner = np.repeat(np.arange(len(runs)), n)
-        odd = [k for k in (first_not_whole(s), first_not_whole(l)) if k >= 0]   # floats are never truncated
-        if odd: bad = owner[[min(odd)]]
-        else:
-            s, l = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False)
-            wrong = (s < 0) | (l <= 0) | (s + l > sizes[owner])
-            wrong[1:] |= (owner[1:] == owner[:-1]) & (s[1:] < (s + l)[:-1])
-            if not wrong.any(): return s, l, owner
-            bad = owner[wrong]
-    k = int(bad[0])
-    im = _prediction_fields(records[k], k)[0]
-    object_runs(runs[k], shapes[im], order, f"prediction {k} (image {im!r})")   # raises with the reason
-    raise ValueError(f"prediction {k} (image {im!r}): invalid runs")
-
-# %% ../nbs/07_matching.ipynb #1d5bc1f6
-def read_predictions(records,   # (image id, class, confidence, mask or runs) tuples, or dicts with those fields (and `area`)
-                     shapes,    # {image id: image shape}, in the image order (a prediction's `image` is its image's position)
-                     order="C", # pixel order in which masks become runs
-                    ) -> Predictions:
-    "Every prediction record checked against its image and turned into columns; an error names the record"
-    position = {k: i for i, k in enumerate(shapes)}
-    img, cls, conf, runs, given = [], [], [], [], {}
-    for k, rec in enumerate(records):
-        im, c, s, obj = rec if type(rec) is tuple and len(rec) == 4 else _prediction_fields(rec, k)
-        if isinstance(rec, dict) and "area" in rec: given[k] = rec["area"]
-        i = position.get(im, -1)
-        if i < 0: raise ValueError(f"prediction {k}: image {im!r} is not in the truth")
-        img.append(i); cls.append(c); conf.append(s)
-        runs.append(obj if _is_runs(obj) else object_runs(obj, shapes[im], order, f"prediction {k} (image {im!r})"))
-    conf = _numbers(conf, "confidence")
-    if (~np.isfinite(conf)).any():
-        k = int(np.argmax(~np.isfinite(conf)))
-        raise ValueError(f"prediction {k}: confidence {conf[k]} is not a finite number")
-    cls = _numbers(cls, "class")
-    if (cls != np.round(cls)).any():
-        k = int(np.argmax(cls != np.round(cls)))
-        raise ValueError(f"prediction {k}: class {cls[k]} is not a whole number")
-    img = np.array(img, np.int64)
-    sizes = np.array([math.prod(s) for s in shapes.values()], np.int64)
-    s, l, owner = _check_all_runs(runs, sizes[img], records, shapes, order)
-    area = np.bincount(owner, l, minlength=len(runs)).astype(np.int64)
-    range_area = area.astype(float)
-    for k, a in given.items():                                   # COCO: what loadRes stored (pixel count, or w*h of a bbox)
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.number)) or not 0 <= a < np.inf:
-            raise ValueError(f"prediction {k}: area {a!r} is not a number >= 0")
-        range_area[k] = a
-    return Predictions(img, cls.astype(np.int64), conf, Objects(s, l, owner, np.arange(len(runs)), None, order, area), range_area)
-
-# %% ../nbs/07_matching.ipynb #71f0de11
-def _ranked(pr, kept):
-    "Indices of the kept predictions sorted by image, then confidence (highest first), then position in the submission"
-    rows = np.lexsort((np.arange(len(pr)), -pr.conf, pr.image))
-    return rows[kept[rows]]
-
-# %% ../nbs/07_matching.ipynb #803bd8ec
-def cap_detections(pr,       # `Predictions`
-                   max_dets, # most predictions kept per image and class (COCO: 100); None: no cap
-                  ) -> np.ndarray: # (N,) True for the predictions kept
-    "Keep at most `max_dets` predictions per image and class, the most confident first (ties: submission order)"
-    kept = np.ones(len(pr), bool)
-    if max_dets is None: return kept
-    idx = np.arange(len(pr))
-    idx = idx[np.lexsort((idx, -pr.conf, pr.cls, pr.image))]
-    img, cls = pr.image[idx], pr.cls[idx]
-    start = np.concatenate([[True], (img[1:] != img[:-1]) | (cls[1:] != cls[:-1])]) if idx.size else np.zeros(0, bool)
-    first = np.maximum.accumulate(np.where(start, np.arange(idx.size), 0))   # where each prediction's group begins
-    kept[idx[np.arange(idx.size) - first >= max_dets]] = False
-    return kept
 
 # %% ../nbs/07_matching.ipynb #19e820d2
 def _region_overlap(t, mine, pcls, inter, objs, small, ignore_iou):
@@ -518,7 +364,7 @@ def match_images(truths,      # each image's truth (the fields of `ImageTruth`, 
     T, N = len(thresholds), len(pr)
     outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
     iou, region = np.zeros((T, N)), np.zeros(N)
-    rows = _ranked(pr, kept)                                              # by image, then rank in the image
+    rows = rank_order(pr, kept)                                              # by image, then rank in the image
     outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truths, pr, rows, classes, thresholds, strict,
                                                                                    ignore_iou, area_range, min_region)
     return outcome, taken, iou, region

@@ -12,7 +12,8 @@ import numpy as np
 from ..runs import as_shape, mask_size, mask_to_runs, merge_touching_runs, whole_number
 from ..rle import format_runs, parse_many
 from ..instances import label_to_runs
-from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, ImageTruth, average_precision, read_wad_label,
+from ..predictions import ImageTruth
+from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label,
                         synthetic_scene, wad_truth)
 from ..imageio import DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples, write_image
 from ..submission import Competition, Solution, SubmissionError, read_groups
