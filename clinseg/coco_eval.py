@@ -142,6 +142,19 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
         out[im] = ImageTruth(shapes[i], objs, cls[a:b], crowd[a:b], None, None, area[a:b])
     return out
 
+# %% ../nbs/08a_coco_eval.ipynb #aeb54468
+def _box_areas(res):
+    "The areas `loadRes` writes when the first detection has a box: width x height of each one's `bbox` (None: the pixel counts)"
+    if not res or not isinstance(res[0], dict) or res[0].get("bbox") in (None, []): return None
+    boxes = _field(res, "bbox", "detection")
+    try: wh = np.array([b[2:4] for b in boxes], float).reshape(len(boxes), 2)
+    except (TypeError, ValueError, IndexError):
+        k = next(k for k, b in enumerate(boxes) if not (isinstance(b, (list, tuple)) and len(b) == 4))
+        raise ValueError(f"detection {k}: bbox {boxes[k]!r} is not [x, y, width, height]") from None
+    bad = np.flatnonzero(~np.isfinite(wh).all(1))
+    if bad.size: raise ValueError(f"detection {bad[0]}: bbox {boxes[bad[0]]!r} is not [x, y, width, height] in finite numbers")
+    return wh[:, 0] * wh[:, 1]
+
 # %% ../nbs/08a_coco_eval.ipynb #767d155d
 def coco_predictions(results, # COCO segm results: a list of dicts (image_id, category_id, segmentation, score), or the file's path
                      truth,   # {image id: ImageTruth}, e.g. from `coco_truth`
@@ -152,7 +165,7 @@ def coco_predictions(results, # COCO segm results: a list of dicts (image_id, ca
     images = image_order(truth)
     img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
     o = _decoded(_rles(res, "detection"), [truth[k].shape for k in images], img, images, "detection")
-    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o)
+    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o, _box_areas(res))
 
 # %% ../nbs/08a_coco_eval.ipynb #f3b0b409
 def coco_average_precision(gt,             # COCO ground truth: a dict or the path of its JSON file
