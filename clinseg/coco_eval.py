@@ -139,7 +139,7 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
         objs = Objects(s[ra:rb], l[ra:rb], local[ra:rb], ann_id[a:b], shapes[i], "F", pixels[a:b])
-        out[im] = ImageTruth(shapes[i], objs, cls[a:b], crowd[a:b], None, None, area[a:b])
+        out[im] = ImageTruth.checked(shapes[i], objs, cls[a:b], crowd[a:b], area[a:b])
     return out
 
 # %% ../nbs/08a_coco_eval.ipynb #aeb54468

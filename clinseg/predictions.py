@@ -108,6 +108,15 @@ def _truth_objects(runs, ids, shape):
         return Objects(runs.starts, runs.lengths, runs.owner, ids, shape, runs.order, runs.area)
     return runs
 
+# %% ../nbs/06b_predictions.ipynb #6ac552eb
+def _checked_truth(cls, shape, objects, classes, crowd, area=None):
+    "An `ImageTruth` from parts its caller has checked: an `Objects` of this image, int64 classes, bool crowd flags, float areas (or None); no ignore region"
+    t = cls.__new__(cls)
+    t.shape, t.objects, t.classes, t.crowd, t.area, t.ignore = tuple(shape), objects, classes, crowd, area, _empty_runs()
+    return t
+
+ImageTruth.checked = classmethod(_checked_truth)
+
 # %% ../nbs/06b_predictions.ipynb #97f49b82
 def _per_object(values, ids, name):
     "One value per object from a scalar, a dict keyed by id, or a sequence aligned with the objects"
