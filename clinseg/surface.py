@@ -6,8 +6,12 @@
 from __future__ import annotations
 import functools, itertools, math
 import numpy as np
-from scipy import ndimage
 from .dice import dice
+
+def _ndimage():
+    "scipy.ndimage, imported at the first use (it takes a fifth of a second, and most commands never need it)"
+    from scipy import ndimage
+    return ndimage
 
 # %% auto #0
 __all__ = ['HD95_METHODS', 'surface', 'surface_distances_brute', 'textbook_surface_distances', 'hausdorff', 'hd95', 'assd',
@@ -48,7 +52,7 @@ def _spacing(spacing, ndim):
 def _structure(ndim, connectivity):
     if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, (int, np.integer)) or not 1 <= connectivity <= ndim:
         raise ValueError(f"connectivity must be a whole number from 1 (face neighbours) to {ndim} (all neighbours), not {connectivity!r}")
-    return ndimage.generate_binary_structure(ndim, int(connectivity))
+    return _ndimage().generate_binary_structure(ndim, int(connectivity))
 
 # %% ../nbs/05_surface.ipynb #00000009
 def surface(mask,            # boolean or 0/1 array, any number of dimensions
@@ -56,7 +60,7 @@ def surface(mask,            # boolean or 0/1 array, any number of dimensions
            ) -> np.ndarray:  # boolean array: the voxels of `mask` with a background neighbour
     "The surface of a mask: the mask minus its erosion; outside the array counts as background"
     m = _mask(mask, "mask")
-    return m & ~ndimage.binary_erosion(m, _structure(m.ndim, connectivity), border_value=0)
+    return m & ~_ndimage().binary_erosion(m, _structure(m.ndim, connectivity), border_value=0)
 
 # %% ../nbs/05_surface.ipynb #0000000f
 def _all_pairs_min(A, B, s, pairs=1 << 18):
@@ -99,7 +103,7 @@ def _edt_nearest(src, dst, shape, s):
     "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): the EDT of the grid without `dst`, read at `src`"
     if not len(src) or not len(dst): return np.full(len(src), np.inf)
     grid = np.ones(shape, bool); grid[tuple(dst.T)] = False
-    return ndimage.distance_transform_edt(grid, sampling=s)[tuple(src.T)]
+    return _ndimage().distance_transform_edt(grid, sampling=s)[tuple(src.T)]
 
 # %% ../nbs/05_surface.ipynb #1db42586
 def textbook_surface_distances(pred,          # prediction: boolean or 0/1 array, any number of dimensions
@@ -214,7 +218,7 @@ def voxel_hausdorff(pred,                # prediction: boolean or 0/1 array, any
     p, t = p[box], t[box]
     def h(a, b):       # the farthest voxel of a from b: b's complement's distance transform, read where a is outside b
         out = a & ~b
-        return float(ndimage.distance_transform_edt(~b, sampling=s)[out].max()) if out.any() else 0.0
+        return float(_ndimage().distance_transform_edt(~b, sampling=s)[out].max()) if out.any() else 0.0
     return h(p, t) if directed else max(h(p, t), h(t, p))
 
 # %% ../nbs/05_surface.ipynb #00000032
@@ -358,7 +362,7 @@ def plot_surfaces(pred,          # 2-D prediction mask
     if ax is None: _, ax = plt.subplots(figsize=(4.5, 5))
     extent = (0, p.shape[1] * s[1], p.shape[0] * s[0], 0)   # mm, so the picture is to scale
     st, sp_ = surface(t), surface(p)
-    dmap = ndimage.distance_transform_edt(~st, sampling=s) if st.any() else np.zeros(p.shape)
+    dmap = _ndimage().distance_transform_edt(~st, sampling=s) if st.any() else np.zeros(p.shape)
     ax.imshow(dmap, cmap="Greys", extent=extent, interpolation="nearest", vmin=0, vmax=max(float(dmap.max()), 1e-9))
     over = np.zeros(p.shape + (4,))
     over[st] = (0.27, 0.51, 0.85, 1)
@@ -397,7 +401,7 @@ def _voxel_points(m, connectivity, rows):
     for z in range(0, m.shape[0], rows):
         lo, hi = max(z - 1, 0), min(z + rows + 1, m.shape[0])
         blk = m[lo:hi]
-        idx = np.argwhere((blk & ~ndimage.binary_erosion(blk, st, border_value=0))[z - lo:z - lo + rows])
+        idx = np.argwhere((blk & ~_ndimage().binary_erosion(blk, st, border_value=0))[z - lo:z - lo + rows])
         idx[:, 0] += z
         pts.append(idx)
     return np.concatenate(pts)
@@ -423,7 +427,7 @@ def _nearest(src, dst, shape, s):
             near = lo + np.flatnonzero(dz2 < best[lo:hi])
             if not near.size: continue
             grid = np.ones(shape[1:], bool); grid[tuple(dst[starts[j]:ends[j], 1:].T)] = False
-            ft = ndimage.distance_transform_edt(grid, sampling=s[1:], return_distances=False, return_indices=True)
+            ft = _ndimage().distance_transform_edt(grid, sampling=s[1:], return_distances=False, return_indices=True)
             at, d2 = tuple(src[near, 1:].T), dz2[near - lo]
             for k in range(len(shape) - 1): d2 = d2 + ((ft[k][at] - at[k]) * s[k + 1]) ** 2
             best[near] = np.minimum(best[near], d2)
