@@ -193,19 +193,31 @@ def _bad_width(row, line, width, report):
     if not row or row == [""]: report.add(line, None, "blank line", "warning")
     else: report.add(line, None, f"{len(row)} fields, expected {width}" + (": a comma inside a value must be quoted" if len(row) > width else ""))
 
+# %% ../nbs/12_csvstream.ipynb #97e027f7
+def _read_after(raw, head, size):
+    "A new bytearray: the bytes `head`, then up to `size` bytes of the binary stream `raw`, read in place when it can (`readinto`)"
+    readinto = getattr(raw, "readinto", None)
+    if readinto is None: buf = bytearray(head); buf += raw.read(size); return buf
+    buf = bytearray(len(head) + size); buf[:len(head)] = head
+    del buf[len(head) + (readinto(memoryview(buf)[len(head):]) or 0):]
+    return buf
+
 # %% ../nbs/12_csvstream.ipynb #35071a03
-def _blocks(read, rest, size, limit):
-    "Blocks of whole lines of a binary stream after the bytes `rest`, each read of `size` bytes cut at its last line end; `_TooLong` when a line grows past `limit` bytes"
-    pieces, n = [], 0
-    for data in itertools.chain([rest], iter(lambda: read(size), b""), [b""]):   # b"" at the end: the last line, maybe without its end
-        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1   # a \r at the very end may be half of \r\n
-        if data and not cut:              # no line ends in it: gathered, joined once the line ends
-            pieces.append(data); n += len(data)
+def _blocks(raw, rest, size, limit):
+    "Blocks of whole lines of a binary stream after the bytes `rest`, each read of `size` bytes (after the part line the one before left) cut at its last line end; `_TooLong` when a line grows past `limit` bytes"
+    pieces, n, head = [], 0, rest
+    while True:
+        buf = _read_after(raw, head, size)
+        end = len(buf) == len(head)       # nothing more: the last line, maybe without its end
+        cut = len(buf) if end else max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1   # a \r at the very end may be half of \r\n
+        if not cut and not end:           # no line ends in it: gathered, joined once the line ends
+            pieces.append(buf); n += len(buf); head = b""
             if n > limit: raise _TooLong()
             continue
-        block = b"".join(pieces + [data[:cut]]) if data else b"".join(pieces)
-        pieces, n = ([data[cut:]], len(data) - cut) if data else ([], 0)
-        if block: yield block
+        head = bytes(buf[cut:]); del buf[cut:]
+        if pieces: buf, pieces, n = b"".join(pieces + [buf]), [], 0
+        if buf: yield buf
+        if end: return
 
 # %% ../nbs/12_csvstream.ipynb #4cf58af8
 def _byte_lines(blocks, limit):
@@ -321,7 +333,8 @@ def csv_chunks(src,               # an open `CSVSource`
                fast=True,         # plain blocks read without the csv module (False: the csv module only)
                block=BLOCK_SIZE,  # bytes per block of the fast path
                columnar=False,    # plain blocks as `Fields` read by compiled loops (when numba is there), else lists
-               runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs in the same pass
+               runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs
+               key=None,          # with `columnar`: index in `columns` of a column whose changes from row to row are found in the first pass
                max_row=MAX_ROW_BYTES, # the longest row read, in bytes: the reader stops at a longer one (section Limits)
               ):
     "(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in `columns` order"
@@ -333,9 +346,9 @@ def csv_chunks(src,               # an open `CSVSource`
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
     if src.raw is not None and fast:
-        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((idx, runs) if columnar and numba_available() else ()))
+        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((idx, runs, key) if columnar and numba_available() else ()))
     else:
-        lines = _text_lines(src.text.readline, max_row) if src.raw is None else _byte_lines(_blocks(src.raw.read, rest, block, max_row), max_row)
+        lines = _text_lines(src.text.readline, max_row) if src.raw is None else _byte_lines(_blocks(src.raw, rest, block, max_row), max_row)
         yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
     if progress is not None: progress(src.pos())
 
@@ -382,9 +395,9 @@ def _rows_of(block, line, width, report, fix):
     return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
 
 # %% ../nbs/12_csvstream.ipynb #6bd2e81c
-def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, idx=None, runs=None):
+def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, idx=None, runs=None, key=None):
     "Chunks of rows of a plain file, read block by block (as `Fields` in `idx` order when given); hands over to the csv module at the first block that is not plain"
-    line, blocks = first_line, _blocks(src.raw.read, rest, block_size, limit)
+    line, blocks = first_line, _blocks(src.raw, rest, block_size, limit)
     try:
         for block in blocks:
             if not _plain(block):         # this block and the rest of the file go through the csv module
@@ -394,7 +407,7 @@ def _fast_rows(src, rest, first_line, width, report, present, fix, progress, blo
             long = _long_line(block, limit)
             if long is not None: block = block[:long[1]]   # the rows before it are read, then the reader stops
             if block:
-                rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs)
+                rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs, key)
                 line += n
                 report.rows += len(rows)
                 if progress is not None: progress(src.pos())
@@ -415,56 +428,82 @@ def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=Fal
         out.append((flat, [str(p) for p in r.problems], r.rows))
     return out
 
+# %% ../nbs/12_csvstream.ipynb #ba4a10e0
+_LOW7, _HIGH = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)     # eight bytes at a time (section Compiled loops)
+_COMMAS, _LFS = np.uint64(0x2C2C2C2C2C2C2C2C), np.uint64(0x0A0A0A0A0A0A0A0A)  # ',' and '\n' in each byte
+_U1, _U8 = np.uint64(1), np.uint64(8)
+
 # %% ../nbs/12_csvstream.ipynb #05b5ecc5
 @kernel
-def _scan_lines(a, width, k, base, touching):
-    "One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' bounds; field k (k >= 0) read as runs too (see `Fields`)"
+def _scan_lines(a, width, kid):
+    "One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' bounds, and (kid >= 0) whether field kid is the line before's"
     n = 0
     for i in range(a.size): n += a[i] == 10
     if a.size and a[a.size - 1] != 10: n += 1
-    bounds, commas = np.empty((n, 2), np.int64), np.zeros(n, np.int64)
+    bounds, commas, same = np.empty((n, 2), np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_)
     fs, fe = np.zeros((n, width), np.int64), np.zeros((n, width), np.int64)
-    counts, status, last = np.zeros(n, np.int64), np.zeros(n, np.uint8), np.zeros(n, np.int64)
-    starts, lengths = np.empty(a.size // 4 + 2, np.int64), np.empty(a.size // 4 + 2, np.int64)
-    line, start, f, p, i, parsed = 0, 0, 0, 0, 0, False
-    while i <= a.size:
-        if i == a.size and start == a.size: break
-        if f == k and not parsed:             # the runs' field, in a loop of its own: digits, one space between numbers
-            p0, half, st, prev, bad, j = p, 0, np.int64(0), np.int64(-1), False, i
-            while i < a.size:
-                v, d0 = np.int64(0), i
-                while i < a.size:             # the digits of one number
-                    c = np.int64(a[i]) - 48
-                    if c < 0 or c > 9: break
-                    v, i = v * 10 + c, i + 1
-                if i == d0:                   # no digit: the field ends (or a stray byte)
-                    if i > j: bad = True      # after a space: leading, double or trailing
+    i = 0                                     # indices as np.uint64: no test for negative ones
+    for line in range(n):
+        start, f = i, 0
+        fs[line, 0] = i
+        while True:
+            while i + 8 <= a.size:            # eight bytes at a time: bit 7 of byte q of t is set where byte q is ',' or '\n'
+                w = np.uint64(0)
+                for q in range(7, -1, -1): w = (w << _U8) | np.uint64(a[np.uint64(i + q)])
+                y, z = w ^ _COMMAS, w ^ _LFS
+                t = ~((((y & _LOW7) + _LOW7) | y) & (((z & _LOW7) + _LOW7) | z)) & _HIGH
+                if t:
+                    low = t & (~t + _U1)      # the first of them
+                    for q in range(7): i += low > (_U1 << np.uint64(8 * q + 7))
                     break
-                if i - d0 > 18: bad = True
-                elif half == 0: st, half = v - base, 1
-                elif st < 0 or v <= 0 or st < prev or (touching and st == prev): bad = True
-                else: starts[p], lengths[p], p, prev, half = st, v, p + 1, st + v, 0
-                if i < a.size and a[i] == 32: i += 1
-                else: break
-            if i > j and a[i - 1] == 32: bad = True   # the field ends with a space (at the end of the file, too)
-            c = a[i] if i < a.size else 10
-            if c != 44 and c != 10 and c != 13: bad = True   # a stray byte: skip to the field's end
-            while i < a.size and a[i] != 44 and a[i] != 10 and a[i] != 13: i += 1
-            if bad or half: status[line], p = 1, p0
-            else: counts[line], last[line] = p - p0, prev if p > p0 else 0
-            parsed = True
-        c = a[i] if i < a.size else 10        # the end of the block ends its last line
-        if c == 44:
-            if f < width - 1: fe[line, f], fs[line, f + 1] = i, i + 1
-            f, parsed = f + 1, False
-        elif c == 10:
-            end = i - 1 if i > start and a[i - 1] == 13 else i
+                i += 8
+            while i < a.size and a[np.uint64(i)] != 44 and a[np.uint64(i)] != 10: i += 1
+            if i < a.size and a[np.uint64(i)] == 44:
+                if f < width - 1: fe[line, f], fs[line, f + 1] = i, i + 1
+                f, i = f + 1, i + 1
+                continue
+            end = i - 1 if i > start and a[np.uint64(i - 1)] == 13 else i   # the end of the block ends its last line
             if f == width - 1: fe[line, f] = end
             bounds[line, 0], bounds[line, 1], commas[line] = start, end, f
-            line, start, f, parsed = line + 1, i + 1, 0, False
-            if line < n: fs[line, 0] = start
-        i += 1
-    return bounds, commas, fs, fe, (counts, status, last, starts[:p], lengths[:p])
+            i += 1
+            break
+        if kid >= 0 and line > 0 and f == width - 1 and commas[line - 1] == width - 1:   # the line is fresh in the cache
+            u, v, m = fs[line, kid], fs[line - 1, kid], fe[line, kid] - fs[line, kid]
+            eq, q = m == fe[line - 1, kid] - v, 0
+            while eq and q + 8 <= m:          # eight bytes at a time, then one by one
+                for r in range(8): eq &= a[np.uint64(u + q + r)] == a[np.uint64(v + q + r)]
+                q += 8
+            while eq and q < m: eq, q = a[np.uint64(u + q)] == a[np.uint64(v + q)], q + 1
+            same[line] = eq
+    return bounds, commas, fs, fe, same
+
+# %% ../nbs/12_csvstream.ipynb #d4d0c4a9
+@kernel
+def _scan_runs(a, s, e, base, touching):
+    "The fields `a[s[r]:e[r]]` of a plain block read as runs, `start length` pairs with one space between numbers: (counts, status, last, starts, lengths), see `Fields`"
+    counts, status, last = np.zeros(s.size, np.int64), np.zeros(s.size, np.uint8), np.zeros(s.size, np.int64)
+    room = 0
+    for r in range(s.size): room += max(e[r] - s[r], 0) // 4 + 1   # a pair takes 4 bytes at least ('1 1 ')
+    starts, lengths = np.empty(room, np.int64), np.empty(room, np.int64)
+    p = 0
+    for r in range(s.size):
+        i, end, p0, half, st, prev, bad = s[r], e[r], p, 0, np.int64(0), np.int64(-1), False
+        while i < end:
+            v, d0 = np.int64(0), i
+            while i < end:                    # the digits of one number
+                c = np.int64(a[np.uint64(i)]) - 48
+                if c < 0 or c > 9: break
+                v, i = v * 10 + c, i + 1
+            if i == d0 or i - d0 > 18: bad = True; break   # no digit (a space too many, a stray byte), or too many
+            if half == 0: st, half = v - base, 1
+            elif st < 0 or v <= 0 or st < prev or (touching and st == prev): bad = True; break
+            else: starts[p], lengths[p], p, prev, half = st, v, p + 1, st + v, 0
+            if i == end: break
+            if a[np.uint64(i)] != 32 or i + 1 == end: bad = True; break   # a stray byte, or a space at the end
+            i += 1
+        if bad or half: status[r], p = 1, p0
+        else: counts[r], last[r] = p - p0, prev if p > p0 else 0
+    return counts, status, last, starts[:p], lengths[:p]
 
 # %% ../nbs/12_csvstream.ipynb #4c1cbc1c
 @kernel
@@ -483,8 +522,9 @@ def _changes(a, s, e):
 # %% ../nbs/12_csvstream.ipynb #e681d0ab
 class Fields:
     "The rows of a plain block kept as bytes: field k of row r is `data[starts[r, k]:ends[r, k]]`; text is made only when asked"
-    def __init__(self, data, starts, ends, runs=None):
+    def __init__(self, data, starts, ends, runs=None, changed=None):   # changed: {column: rows where it changes}, when the reader found them
         self.data, self.array, self.starts, self.ends, self.runs = data, np.frombuffer(data, np.uint8), starts, ends, runs
+        self.changed = dict(changed or {})
     def __len__(self): return len(self.starts)
     def __getitem__(self, r): return [self.data[a:b].decode("ascii") for a, b in zip(self.starts[r].tolist(), self.ends[r].tolist())]
     def __iter__(self): return (self[r] for r in range(len(self)))
@@ -495,20 +535,20 @@ class Fields:
     def empty(self, k) -> np.ndarray: return self.starts[:, k] == self.ends[:, k]
     def changes(self, k) -> np.ndarray:
         "Row indices where column k differs from the row before (0 first): where a new id starts"
+        if k in self.changed: return self.changed[k]
         s, e = np.ascontiguousarray(self.starts[:, k]), np.ascontiguousarray(self.ends[:, k])
         return np.flatnonzero((_changes if numba_available() else _changes.py)(self.array, s, e))
 
 # %% ../nbs/12_csvstream.ipynb #f1890a32
-def _fields_of(block, line, width, report, idx, runs=None):
-    "The good rows of a plain block as `Fields` (columns in `idx` order), their line numbers, and the block's line count; bad widths reported"
-    k, base, touching = (-1, 0, False) if runs is None else (idx[runs[0]], runs[1], runs[2])
-    bounds, commas, fs, fe, r = _scan_lines(np.frombuffer(block, np.uint8), width, k, base, touching)
+def _fields_of(block, line, width, report, idx, runs=None, key=None):
+    "The good rows of a plain block as `Fields` (columns in `idx` order, `runs` read, `key`'s changes found), their line numbers, and the block's line count; bad widths reported"
+    a = np.frombuffer(block, np.uint8)
+    bounds, commas, fs, fe, same = _scan_lines(a, width, -1 if key is None else idx[key])
     numbers, good = np.arange(line + 1, line + 1 + len(commas)), commas == width - 1
     if not good.all():
         for j in np.flatnonzero(~good).tolist():
             _bad_width(block[bounds[j, 0]:bounds[j, 1]].decode("ascii").split(","), int(numbers[j]), width, report)
-        fs, fe, numbers = fs[good], fe[good], numbers[good]
-        if runs is not None:
-            keep = np.repeat(good, r[0])
-            r = (r[0][good], r[1][good], r[2][good], r[3][keep], r[4][keep])
-    return Fields(block, fs[:, idx], fe[:, idx], None if runs is None else r), numbers.tolist(), len(commas)
+        fs, fe, numbers, key = fs[good], fe[good], numbers[good], None   # the rows around a bad one: compared when asked
+    fs, fe = fs[:, idx], fe[:, idx]
+    r = None if runs is None else _scan_runs(a, np.ascontiguousarray(fs[:, runs[0]]), np.ascontiguousarray(fe[:, runs[0]]), runs[1], runs[2])
+    return Fields(block, fs, fe, r, None if key is None else {key: np.flatnonzero(~same)}), numbers.tolist(), len(commas)

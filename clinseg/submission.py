@@ -363,7 +363,7 @@ def read_groups(source,          # path or text stream of a submission (or of a 
     with CSVSource(source) as src:
         for lines, rows, _ in csv_chunks(src, columns, st.report, optional, progress=progress if only is None else None,
                                          others=others, fast=fast, block=block, columnar=_columnar(comp, conv, solution, only),
-                                         runs=(k_rle, conv.base, conv.merge_touching)):
+                                         runs=(k_rle, conv.base, conv.merge_touching), key=at[0]):
             if isinstance(rows, Fields): yield from _fields_groups(st, lines, rows, at[0], k_rle, comp, conv, shapes, known, pattern, solution)
             else: yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known, pattern, solution)
     yield from _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block)
