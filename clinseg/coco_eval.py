@@ -8,7 +8,7 @@ import json, re
 from operator import itemgetter, methodcaller
 from pathlib import Path
 import numpy as np
-from .runs import RLEError, first_not_whole
+from .runs import RLEError
 from .objects import Objects
 from .coco import coco_rles_to_objects
 from .predictions import ImageTruth, Predictions
@@ -110,10 +110,17 @@ def _grouped_by_image(o, at, n_img):
     run_first = np.searchsorted(owner, img_first)
     return s, l, owner - np.repeat(img_first[:-1], np.diff(run_first)), by, img_first, run_first
 
+# %% ../nbs/08a_coco_eval.ipynb #76ad9531
+def _part(gt, name):
+    "One of the ground truth's lists (images, annotations, categories), or an error saying which is missing"
+    part = gt.get(name) if isinstance(gt, dict) else None
+    if not isinstance(part, list): raise ValueError(f"the ground truth has no {name!r} list" + ("" if isinstance(gt, dict) else f": it is a {type(gt).__name__}, not a dict"))
+    return part
+
 # %% ../nbs/08a_coco_eval.ipynb #b056d2df
 def _images(gt):
     "Image ids, shapes and positions of a ground truth; duplicate ids and bad sizes named"
-    images = _field([gt], "images", "the ground truth")[0]
+    images = _part(gt, "images")
     ids = _field(images, "id", "image")
     shapes = list(zip(_numbers(images, "height", "image", True).tolist(), _numbers(images, "width", "image", True).tolist()))
     position = {}
@@ -128,13 +135,13 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     "Every image's true objects, crowd flags and stored areas, from a COCO ground truth with RLE segmentations"
     gt = _loaded(gt, "ground truth")
     ids, shapes, position = _images(gt)
-    anns = _field([gt], "annotations", "the ground truth")[0]
+    anns = _part(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
     o = _decoded(_rles(anns, "annotation"), shapes, at, ids, "annotation")
     s, l, local, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
     cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
     crowd = np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by]
-    ann_id = np.array([a.get("id", k) for k, a in enumerate(anns)], np.int64)[by]
+    ann_id = (_numbers(anns, "id", "annotation", True) if all(map(methodcaller("__contains__", "id"), anns)) else np.arange(len(anns)))[by]
     pixels, out = o.areas[by], {}
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
@@ -177,6 +184,6 @@ def coco_average_precision(gt,             # COCO ground truth: a dict or the pa
     if area not in COCO_AREAS: raise ValueError(f"area must be one of {list(COCO_AREAS)}, not {area!r}")
     gt = _loaded(gt, "ground truth")
     truth = coco_truth(gt)
-    classes = sorted(set(_numbers(_field([gt], "categories", "the ground truth")[0], "id", "category", True).tolist()))
+    classes = sorted(set(_numbers(_part(gt, "categories"), "id", "category", True).tolist()))
     return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes, compare=">=",
                              ignore_overlap="area", max_dets=max_dets, area_range=COCO_AREAS[area], order="F")
