@@ -7,11 +7,11 @@ from __future__ import annotations
 import bisect, csv, io, itertools, os, re
 from dataclasses import dataclass
 import numpy as np
-from .kernels import kernel, numba_available
+from .kernels import numba_available
 
 # %% auto #0
 __all__ = ['BLOCK_SIZE', 'MAX_HEADER_BYTES', 'MAX_ROW_BYTES', 'Problem', 'Report', 'source_name', 'CSVSource', 'header_map',
-           'csv_chunks', 'read_both_ways', 'Fields']
+           'bad_width', 'csv_chunks']
 
 # %% ../nbs/12_csvstream.ipynb #37bf81b4
 @dataclass(frozen=True)
@@ -189,7 +189,8 @@ def header_map(header,       # the header's fields, as read
     return None
 
 # %% ../nbs/12_csvstream.ipynb #6d9df49a
-def _bad_width(row, line, width, report):
+def bad_width(row, line, width, report):
+    "Report a row with the wrong number of fields: a blank line is a warning, any other an error (with a hint when there are too many)"
     if not row or row == [""]: report.add(line, None, "blank line", "warning")
     else: report.add(line, None, f"{len(row)} fields, expected {width}" + (": a comma inside a value must be quoted" if len(row) > width else ""))
 
@@ -281,7 +282,7 @@ def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
                            'never closed: the rest of the file would be one field (a quote inside a value is written "")')
                 report.complete = False; break
             line = feed.line; feed.next_record()
-            if len(row) != width: _bad_width(row, line, width, report); continue
+            if len(row) != width: bad_width(row, line, width, report); continue
             if len(rows) >= chunk_rows:   # handed over before the next row: the last row stays until the end is known
                 report.rows += len(rows)
                 if progress is not None: progress(pos())
@@ -332,12 +333,13 @@ def csv_chunks(src,               # an open `CSVSource`
                others=(),         # (label, columns) of other known formats, to name a wrong header
                fast=True,         # plain blocks read without the csv module (False: the csv module only)
                block=BLOCK_SIZE,  # bytes per block of the fast path
-               columnar=False,    # plain blocks as `Fields` read by compiled loops (when numba is there), else lists
+               columnar=None,     # a reader of plain blocks as columns, used when numba is there (`fields_of`, chapter 12a); None: lists
                runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs
                key=None,          # with `columnar`: index in `columns` of a column whose changes from row to row are found in the first pass
                max_row=MAX_ROW_BYTES, # the longest row read, in bytes: the reader stops at a longer one (section Limits)
               ):
     "(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in `columns` order"
+    if columnar is True: raise TypeError("columnar: pass the reader of plain blocks (clinseg.csvfields.fields_of), not True")
     header, rest = _read_header(src, report, columns)
     if header is None: return
     idx = header_map(header, columns, report, optional, others)
@@ -346,7 +348,7 @@ def csv_chunks(src,               # an open `CSVSource`
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
     if src.raw is not None and fast:
-        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((idx, runs, key) if columnar and numba_available() else ()))
+        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((columnar, idx, runs, key) if columnar and numba_available() else ()))
     else:
         lines = _text_lines(src.text.readline, max_row) if src.raw is None else _byte_lines(_blocks(src.raw, rest, block, max_row), max_row)
         yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
@@ -371,7 +373,7 @@ def _keep_good(rows, numbers, width, report):
     "Rows of the right width and their line numbers; the others reported"
     bad = [k for k, r in enumerate(rows) if len(r) != width]
     if not bad: return rows, numbers
-    for k in bad: _bad_width(rows[k], numbers[k], width, report)
+    for k in bad: bad_width(rows[k], numbers[k], width, report)
     skip = set(bad)
     keep = [k for k in range(len(rows)) if k not in skip]
     return [rows[k] for k in keep], [numbers[k] for k in keep]
@@ -395,8 +397,8 @@ def _rows_of(block, line, width, report, fix):
     return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
 
 # %% ../nbs/12_csvstream.ipynb #6bd2e81c
-def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, idx=None, runs=None, key=None):
-    "Chunks of rows of a plain file, read block by block (as `Fields` in `idx` order when given); hands over to the csv module at the first block that is not plain"
+def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, columnar=None, idx=None, runs=None, key=None):
+    "Chunks of rows of a plain file, read block by block (by `columnar`, columns in `idx` order, when given); hands over to the csv module at the first block that is not plain"
     line, blocks = first_line, _blocks(src.raw, rest, block_size, limit)
     try:
         for block in blocks:
@@ -407,148 +409,10 @@ def _fast_rows(src, rest, first_line, width, report, present, fix, progress, blo
             long = _long_line(block, limit)
             if long is not None: block = block[:long[1]]   # the rows before it are read, then the reader stops
             if block:
-                rows, numbers, n = _rows_of(block, line, width, report, fix) if idx is None else _fields_of(block, line, width, report, idx, runs, key)
+                rows, numbers, n = _rows_of(block, line, width, report, fix) if columnar is None else columnar(block, line, width, report, idx, runs, key)
                 line += n
                 report.rows += len(rows)
                 if progress is not None: progress(src.pos())
                 if len(rows): yield numbers, rows, present
             if long is not None: _too_long(report, line + 1, limit); return
     except _TooLong: _too_long(report, line + 1, limit)
-
-# %% ../nbs/12_csvstream.ipynb #748b8be0
-def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=False, max_row=MAX_ROW_BYTES):
-    "Chunks' rows and line numbers and the problems, read by the fast path (tiny blocks) and by the csv module: for tests"
-    out = []
-    for fast in (True, False):
-        r = Report(path)
-        with CSVSource(path) as src:
-            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block,
-                                                                         columnar=columnar, max_row=max_row)]
-        flat = ([l for ls, _ in rows for l in ls], [list(x) for _, rs in rows for x in rs])
-        out.append((flat, [str(p) for p in r.problems], r.rows))
-    return out
-
-# %% ../nbs/12_csvstream.ipynb #ba4a10e0
-_LOW7, _HIGH = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)     # eight bytes at a time (section Compiled loops)
-_COMMAS, _LFS = np.uint64(0x2C2C2C2C2C2C2C2C), np.uint64(0x0A0A0A0A0A0A0A0A)  # ',' and '\n' in each byte
-_U1, _U8 = np.uint64(1), np.uint64(8)
-
-# %% ../nbs/12_csvstream.ipynb #05b5ecc5
-@kernel
-def _scan_lines(a, width, kid):
-    "One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' bounds, and (kid >= 0) whether field kid is the line before's"
-    n = 0
-    for i in range(a.size): n += a[i] == 10
-    if a.size and a[a.size - 1] != 10: n += 1
-    bounds, commas, same = np.empty((n, 2), np.int64), np.zeros(n, np.int64), np.zeros(n, np.bool_)
-    fs, fe = np.zeros((n, width), np.int64), np.zeros((n, width), np.int64)
-    i = 0                                     # indices as np.uint64: no test for negative ones
-    for line in range(n):
-        start, f = i, 0
-        fs[line, 0] = i
-        while True:
-            while i + 8 <= a.size:            # eight bytes at a time: bit 7 of byte q of t is set where byte q is ',' or '\n'
-                w = np.uint64(0)
-                for q in range(7, -1, -1): w = (w << _U8) | np.uint64(a[np.uint64(i + q)])
-                y, z = w ^ _COMMAS, w ^ _LFS
-                t = ~((((y & _LOW7) + _LOW7) | y) & (((z & _LOW7) + _LOW7) | z)) & _HIGH
-                if t:
-                    low = t & (~t + _U1)      # the first of them
-                    for q in range(7): i += low > (_U1 << np.uint64(8 * q + 7))
-                    break
-                i += 8
-            while i < a.size and a[np.uint64(i)] != 44 and a[np.uint64(i)] != 10: i += 1
-            if i < a.size and a[np.uint64(i)] == 44:
-                if f < width - 1: fe[line, f], fs[line, f + 1] = i, i + 1
-                f, i = f + 1, i + 1
-                continue
-            end = i - 1 if i > start and a[np.uint64(i - 1)] == 13 else i   # the end of the block ends its last line
-            if f == width - 1: fe[line, f] = end
-            bounds[line, 0], bounds[line, 1], commas[line] = start, end, f
-            i += 1
-            break
-        if kid >= 0 and line > 0 and f == width - 1 and commas[line - 1] == width - 1:   # the line is fresh in the cache
-            u, v, m = fs[line, kid], fs[line - 1, kid], fe[line, kid] - fs[line, kid]
-            eq, q = m == fe[line - 1, kid] - v, 0
-            while eq and q + 8 <= m:          # eight bytes at a time, then one by one
-                for r in range(8): eq &= a[np.uint64(u + q + r)] == a[np.uint64(v + q + r)]
-                q += 8
-            while eq and q < m: eq, q = a[np.uint64(u + q)] == a[np.uint64(v + q)], q + 1
-            same[line] = eq
-    return bounds, commas, fs, fe, same
-
-# %% ../nbs/12_csvstream.ipynb #d4d0c4a9
-@kernel
-def _scan_runs(a, s, e, base, touching):
-    "The fields `a[s[r]:e[r]]` of a plain block read as runs, `start length` pairs with one space between numbers: (counts, status, last, starts, lengths), see `Fields`"
-    counts, status, last = np.zeros(s.size, np.int64), np.zeros(s.size, np.uint8), np.zeros(s.size, np.int64)
-    room = 0
-    for r in range(s.size): room += max(e[r] - s[r], 0) // 4 + 1   # a pair takes 4 bytes at least ('1 1 ')
-    starts, lengths = np.empty(room, np.int64), np.empty(room, np.int64)
-    p = 0
-    for r in range(s.size):
-        i, end, p0, half, st, prev, bad = s[r], e[r], p, 0, np.int64(0), np.int64(-1), False
-        while i < end:
-            v, d0 = np.int64(0), i
-            while i < end:                    # the digits of one number
-                c = np.int64(a[np.uint64(i)]) - 48
-                if c < 0 or c > 9: break
-                v, i = v * 10 + c, i + 1
-            if i == d0 or i - d0 > 18: bad = True; break   # no digit (a space too many, a stray byte), or too many
-            if half == 0: st, half = v - base, 1
-            elif st < 0 or v <= 0 or st < prev or (touching and st == prev): bad = True; break
-            else: starts[p], lengths[p], p, prev, half = st, v, p + 1, st + v, 0
-            if i == end: break
-            if a[np.uint64(i)] != 32 or i + 1 == end: bad = True; break   # a stray byte, or a space at the end
-            i += 1
-        if bad or half: status[r], p = 1, p0
-        else: counts[r], last[r] = p - p0, prev if p > p0 else 0
-    return counts, status, last, starts[:p], lengths[:p]
-
-# %% ../nbs/12_csvstream.ipynb #4c1cbc1c
-@kernel
-def _changes(a, s, e):
-    "True for each row r whose field `a[s[r]:e[r]]` differs from the row before's (row 0: True)"
-    out = np.ones(s.size, np.bool_)
-    for r in range(1, s.size):
-        n = e[r] - s[r]
-        if n != e[r - 1] - s[r - 1]: continue
-        same = True
-        for k in range(n):
-            if a[s[r] + k] != a[s[r - 1] + k]: same = False; break
-        out[r] = not same
-    return out
-
-# %% ../nbs/12_csvstream.ipynb #e681d0ab
-class Fields:
-    "The rows of a plain block kept as bytes: field k of row r is `data[starts[r, k]:ends[r, k]]`; text is made only when asked"
-    def __init__(self, data, starts, ends, runs=None, changed=None):   # changed: {column: rows where it changes}, when the reader found them
-        self.data, self.array, self.starts, self.ends, self.runs = data, np.frombuffer(data, np.uint8), starts, ends, runs
-        self.changed = dict(changed or {})
-    def __len__(self): return len(self.starts)
-    def __getitem__(self, r): return [self.data[a:b].decode("ascii") for a, b in zip(self.starts[r].tolist(), self.ends[r].tolist())]
-    def __iter__(self): return (self[r] for r in range(len(self)))
-    def column(self, k, rows=None) -> list[str]:
-        "The text of column k (of the rows `rows`, default all)"
-        s, e = (self.starts[:, k], self.ends[:, k]) if rows is None else (self.starts[rows, k], self.ends[rows, k])
-        return [self.data[a:b].decode("ascii") for a, b in zip(s.tolist(), e.tolist())]
-    def empty(self, k) -> np.ndarray: return self.starts[:, k] == self.ends[:, k]
-    def changes(self, k) -> np.ndarray:
-        "Row indices where column k differs from the row before (0 first): where a new id starts"
-        if k in self.changed: return self.changed[k]
-        s, e = np.ascontiguousarray(self.starts[:, k]), np.ascontiguousarray(self.ends[:, k])
-        return np.flatnonzero((_changes if numba_available() else _changes.py)(self.array, s, e))
-
-# %% ../nbs/12_csvstream.ipynb #f1890a32
-def _fields_of(block, line, width, report, idx, runs=None, key=None):
-    "The good rows of a plain block as `Fields` (columns in `idx` order, `runs` read, `key`'s changes found), their line numbers, and the block's line count; bad widths reported"
-    a = np.frombuffer(block, np.uint8)
-    bounds, commas, fs, fe, same = _scan_lines(a, width, -1 if key is None else idx[key])
-    numbers, good = np.arange(line + 1, line + 1 + len(commas)), commas == width - 1
-    if not good.all():
-        for j in np.flatnonzero(~good).tolist():
-            _bad_width(block[bounds[j, 0]:bounds[j, 1]].decode("ascii").split(","), int(numbers[j]), width, report)
-        fs, fe, numbers, key = fs[good], fe[good], numbers[good], None   # the rows around a bad one: compared when asked
-    fs, fe = fs[:, idx], fe[:, idx]
-    r = None if runs is None else _scan_runs(a, np.ascontiguousarray(fs[:, runs[0]]), np.ascontiguousarray(fe[:, runs[0]]), runs[1], runs[2])
-    return Fields(block, fs, fe, r, None if key is None else {key: np.flatnonzero(~same)}), numbers.tolist(), len(commas)

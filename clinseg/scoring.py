@@ -16,7 +16,8 @@ from .rle import get_convention
 from .dice import dice_from_counts
 from .dsb_metric import dsb_image_score
 from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
-from .submission import KnownIds, SubmissionError, key_fields, key_of, read_groups, solution_truth
+from .submission import KnownIds, SubmissionError, key_fields, key_of
+from .groups import read_groups, solution_truth
 
 # %% auto #0
 __all__ = ['READ_AHEAD_BYTES', 'LATER', 'replace_file', 'whole_file', 'new_file', 'Table', 'SubmissionScore', 'dice_items',

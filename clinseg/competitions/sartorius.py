@@ -15,7 +15,8 @@ from ..dice import overlap_image
 from ..instances import Overlaps, label_to_runs, overlap_counts, connected_objects
 from ..dsb_metric import DSB_THRESHOLDS, DSBImageScore
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
-from ..submission import Competition, key_fields, solution_truth
+from ..submission import Competition, key_fields
+from ..groups import solution_truth
 from ..scoring import new_file
 
 # %% auto #0

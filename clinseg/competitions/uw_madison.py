@@ -15,7 +15,8 @@ from ..dice import dice_from_counts
 from ..surface import voxel_hausdorff
 from ..imageio import DatasetError, dataset_root, need_file, read_image, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
-from ..submission import KEY_SEPARATOR, Competition, Solution, SubmissionError, key_of, read_groups
+from ..submission import KEY_SEPARATOR, Competition, Solution, SubmissionError, key_of
+from ..groups import read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0

@@ -16,7 +16,8 @@ from ..predictions import ImageTruth
 from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label,
                         synthetic_scene, wad_truth)
 from ..imageio import DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples, write_image
-from ..submission import Competition, Solution, SubmissionError, read_groups
+from ..submission import Competition, Solution, SubmissionError
+from ..groups import read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
 
 # %% auto #0
