@@ -7,9 +7,10 @@ Inputs, each a C-ordered boolean array as numpy makes it:
 - a 200x512x512 volume with a blob tumour (few runs) and a 200x512x512 noisy volume (p = 0.0127: about 650,000 runs).
 Every contender goes from the array to text and back, its own layout preparation included:
 - COCO strings (2-D: one mask; 3-D: one string per slice, as the COCO tools store a stack): clinseg `encode(m, "coco")`
-  / `decode` (a stack: `encode` per slice; `parse_runs` per string, then one `runs_to_mask` of the (h, w, n) stack,
-  the layout the COCO tools return); pycocotools `mask.encode` of a Fortran uint8 copy (it takes nothing else) / `mask.decode`; hotcoco
-  `mask.encode` of the array (any layout) / `mask.decode`; rlemasklib `encode` / `decode`;
+  / `decode` (a stack: `encode` per slice; `parse_runs` per string, each string's runs moved to its slice by one
+  `np.repeat` of the offsets, then one `runs_to_mask` of the (h, w, n) stack, the layout the COCO tools return);
+  pycocotools `mask.encode` of a Fortran uint8 copy (it takes nothing else) / `mask.decode`; hotcoco `mask.encode` of
+  the array (any layout) / `mask.decode`; rlemasklib `encode` / `decode`;
 - start/length text (clinseg only, and the classic idiom: pad, compare neighbours, join to text; decoding splits the
   text and writes each run): row-major NeoPolyp (2-D) or hw2 (3-D), column-major DSB (2-D).
 Timing: rounds of paired measurements (every contender once per round, in turn, the order rotated each round);
@@ -69,11 +70,11 @@ def coco_contenders(m):
             "rlemasklib": (lambda: rlemasklib.encode(m), rlemasklib.decode),
         }
     shape = m.shape[1:]
-    def clinseg_decode(texts):   # each string's runs, shifted to its slice, then one fill of an (h, w, n) stack
+    def clinseg_decode(texts):   # each string's runs, shifted to its slice (one np.repeat of the offsets), then one fill of an (h, w, n) stack
         runs = [parse_runs(t, "coco", shape) for t in texts]
-        at = np.arange(len(runs)) * math.prod(shape)
-        starts = np.concatenate([r[0] + a for r, a in zip(runs, at)]); lengths = np.concatenate([r[1] for r in runs])
-        return runs_to_mask(starts, lengths, (*shape, len(texts)), "F")
+        per = np.fromiter((s.size for s, _ in runs), np.int64, len(runs))
+        starts = np.concatenate([s for s, _ in runs]) + np.repeat(np.arange(len(runs)) * math.prod(shape), per)
+        return runs_to_mask(starts, np.concatenate([l for _, l in runs]), (*shape, len(texts)), "F")
     return {
         "clinseg": (lambda: [encode(s, "coco") for s in m], clinseg_decode),
         "pycocotools": (lambda: coco_mask.encode(np.asfortranarray(m.transpose(1, 2, 0), np.uint8)), coco_mask.decode),

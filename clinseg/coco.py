@@ -238,10 +238,10 @@ def _runs_coco_chars(starts, lengths, size):
 # %% ../nbs/03_coco.ipynb #b9371f5a
 @kernel
 def _coco_runs(b):
-    "0-based runs of a compressed COCO string (bytes) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
-    starts, lengths = np.empty(b.size // 2 + 1, np.int64), np.empty(b.size // 2 + 1, np.int64)
+    "0-based runs of a compressed COCO string (bytes, or an array of them) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
+    starts, lengths = np.empty(len(b) // 2 + 1, np.int64), np.empty(len(b) // 2 + 1, np.int64)
     m = r = x = j = pos = back1 = back2 = 0                # counts, runs, the number being read, its characters, pixels, counts back
-    for p in range(b.size):
+    for p in range(len(b)):
         c = np.int64(b[p]) - 48
         if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
         x |= (c & 0x1F) << (5 * j); j += 1
@@ -264,15 +264,88 @@ def _format_coco_fast(starts, lengths, size):
     return _format_coco(starts, lengths, size)             # the checks, and their messages
 
 # %% ../nbs/03_coco.ipynb #21319e34
+def _coco_raw(text):
+    "A COCO counts string as the bytes the compiled readers take (numba reads `bytes` as they are); None for anything they leave to the checks (a non-ASCII string, a non-string)"
+    if type(text) is str: return text.encode("ascii") if text.isascii() else None
+    return bytes(text) if isinstance(text, (bytes, bytearray)) else None
+
 def _parse_coco_fast(text, shape):
     "`_parse_coco` in one compiled pass when numba is available"
-    if numba_available() and isinstance(text, (str, bytes, bytearray)):
-        starts, lengths, total, ok = _coco_runs(np.frombuffer(_coco_bytes(text), np.uint8))
+    if (raw := _coco_raw(text)) is not None and numba_available():
+        starts, lengths, total, ok = _coco_runs(raw)
         if ok and (shape is None or total == math.prod(shape)): return starts, lengths
     return _parse_coco(text, shape)                        # the checks, and their messages
 
+# %% ../nbs/03_coco.ipynb #e90a564a
+@kernel
+def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask_to_bounds` gives them
+                       size,   # pixels in the mask
+                      ):
+    "pycocotools' string of the COCO counts of a mask from its run boundaries: the counts are the gaps between them (the last left out when 0)"
+    n = bounds.size + 1
+    out = np.empty(13 * n, np.uint8)
+    k = prev = back1 = back2 = 0                           # characters, the boundary before, the counts one and two places back
+    for i in range(n):
+        at = bounds[i] if i < bounds.size else size
+        c = at - prev; prev = at
+        if i == n - 1 and c == 0: break
+        x = c - back2 if i > 2 else c
+        back2, back1 = back1, c
+        more = True
+        while more:
+            ch = x & 0x1F
+            x >>= 5
+            more = (x != -1) if ch & 0x10 else (x != 0)
+            out[k] = 48 + (ch | 0x20 if more else ch); k += 1
+    return out[:k]
+
+def _encode_coco_fast(mask, order):
+    "COCO's counts string of `mask` in `order` straight from its run boundaries when numba is available (None otherwise)"
+    if not numba_available(): return None
+    m = as_bool_mask(mask)
+    return _bounds_coco_chars(mask_to_bounds(m, order), m.size).tobytes().decode("ascii")
+
+
+# %% ../nbs/03_coco.ipynb #ed53f43e
+@kernel
+def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
+               flat, # the mask's pixels in the convention's order, all False
+              ):
+    "Set the pixels of the runs of `b` in `flat` as the counts are read: the pixels the counts cover, and ok (False for a string the format refuses, a negative count, or counts past the end of `flat`)"
+    n, size = len(b), flat.size
+    m = p = pos = back1 = back2 = 0                        # counts, characters read, pixels, the counts one and two places back
+    while p < n:
+        c = np.int64(b[p]) - 48; p += 1
+        if np.uint64(c) >= 64: return pos, False           # not a COCO character (below '0' wraps around to a large number)
+        x, j = c & 0x1F, 1
+        while c & 0x20:                                    # more chunks: at most 12 in all
+            if p == n or j >= 12: return pos, False
+            c = np.int64(b[p]) - 48; p += 1
+            if np.uint64(c) >= 64: return pos, False
+            x |= (c & 0x1F) << (5 * j); j += 1
+        if c & 0x10: x -= np.int64(1) << (5 * j)           # the sign bit of the last chunk
+        count = x + back2 if m > 2 else x
+        if count < 0 or count > size - pos: return pos, False
+        if m % 2 == 1:                                     # a run: set its pixels (a long one with one fill)
+            if count > 16: flat[pos:pos + count] = True
+            else:
+                for q in range(pos, pos + count): flat[q] = True
+        pos += count
+        back2, back1 = back1, count
+        m += 1
+    return pos, True
+
+def _decode_coco_fast(text, shape):
+    "The pixels of a COCO counts string covering `shape` exactly, in one compiled pass; None leaves the string to `parse_runs`"
+    if (raw := _coco_raw(text)) is None or not numba_available(): return None
+    try: flat = np.zeros(math.prod(shape), bool)
+    except (MemoryError, ValueError, OverflowError): return None   # an image too large to hold: the checks first, as parse_runs does
+    total, ok = _coco_fill(raw, flat)
+    return flat if ok and total == flat.size else None
+
 # %% ../nbs/03_coco.ipynb #23acbe87
-register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast, format_text=_format_coco_fast))
+register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast, format_text=_format_coco_fast,
+                               encode_mask=_encode_coco_fast, decode_text=_decode_coco_fast))
 
 # %% ../nbs/03_coco.ipynb #03c7ece3
 @kernel

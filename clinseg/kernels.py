@@ -10,12 +10,20 @@ __all__ = ['numba_available', 'Kernel', 'kernel']
 
 # %% ../nbs/00a_kernels.ipynb #cd4fff2b
 import os
+_SWITCH = "CLINSEG_NO_NUMBA"
+_SWITCH_KEY = os.environ.encodekey(_SWITCH) if hasattr(os.environ, "encodekey") else _SWITCH   # the key as os.environ stores it (bytes on POSIX)
+_numba_found = None   # whether numba imports: found out at the first call
+
 def numba_available() -> bool:
-    "Whether compiled loops can run: numba is installed and `CLINSEG_NO_NUMBA` is not set"
-    if os.environ.get("CLINSEG_NO_NUMBA"): return False
-    try: import numba  # noqa: F401
-    except ImportError: return False
-    return True
+    "Whether compiled loops can run: numba is installed and `CLINSEG_NO_NUMBA` is not set (read at every call)"
+    data = getattr(os.environ, "_data", None)   # the dict under os.environ, kept in step with it by every assignment
+    if (data.get(_SWITCH_KEY) if data is not None else os.environ.get(_SWITCH)): return False
+    global _numba_found
+    if _numba_found is None:
+        try: import numba  # noqa: F401
+        except ImportError: _numba_found = False
+        else: _numba_found = True
+    return _numba_found
 
 # %% ../nbs/00a_kernels.ipynb #fa280977
 class Kernel:

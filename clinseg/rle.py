@@ -17,15 +17,16 @@ __all__ = ['CONVENTIONS', 'Convention', 'get_convention', 'register_convention',
            'textbook_numbers', 'parse_runs', 'encode', 'decode', 'transcode', 'absolute_to_relative',
            'relative_to_absolute', 'clean_text', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode',
            'rle_table', 'plot_rle', 'rle_playground', 'parse_many', 'pixel_axes', 'as_bool_mask', 'textbook_runs',
-           'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole',
-           'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs',
-           'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections',
-           'overlapping_pairs', 'find_overlaps']
+           'mask_to_runs', 'mask_to_bounds', 'pixels_to_mask', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
+           'first_not_whole', 'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError',
+           'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs',
+           'runs_intersections', 'overlapping_pairs', 'find_overlaps']
 
 # %% ../nbs/02_rle.ipynb #5dab018d
 # the names of Masks and runs and of Objects and overlaps stay importable from here (`from clinseg.rle import *`, `clinseg.rle.mask_to_runs`)
-_all_ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs', 'as_shape', 'as_runs', 'check_runs_fit',
-          'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
+_all_ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs', 'mask_to_bounds', 'pixels_to_mask',
+          'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS',
+          'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
           'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs',
           'find_overlaps']
 
@@ -46,6 +47,8 @@ class Convention:
     relative: bool = False     # each start after the first is the gap since the previous run ended (SIIM-ACR); the first is absolute
     empty_text: str = ""       # the field of an empty mask: '' or SIIM-ACR's '-1' (then an empty field is an error)
     leading_space: bool = False # one space before the text is allowed and ignored (SIIM-ACR's ' -1')
+    encode_mask: Callable | None = None # optional shortcut of `mask_to_runs` + `format_text`: (mask, order) -> the same text, or None to take that way
+    decode_text: Callable | None = None # optional shortcut of `parse_text` + `runs_to_mask`: (text, shape) -> the same pixels in `order` (flat), or None to take that way
 
     def __post_init__(self):
         if self.base not in (0, 1): raise ValueError(f"base must be 0 or 1, not {self.base!r}")
@@ -82,6 +85,7 @@ CONVENTIONS = {
 def get_convention(convention) -> Convention:
     "A `Convention` from itself or from a preset's name"
     if isinstance(convention, Convention): return convention
+    if type(convention) is str and convention in CONVENTIONS: return CONVENTIONS[convention]   # a preset's exact name: at once
     try: return CONVENTIONS[str(convention).lower()]
     except KeyError: raise ValueError(f"unknown convention {convention!r}: use one of {', '.join(CONVENTIONS)} or a Convention") from None
 
@@ -244,6 +248,7 @@ def encode(mask,        # boolean or 0/1 array (2-D image or 3-D volume), any me
           ) -> str:     # the run-length string ("" for an empty mask)
     "Run-length string of `mask` in `convention`"
     c = get_convention(convention)
+    if c.encode_mask is not None and (text := c.encode_mask(mask, c.order)) is not None: return text   # straight from the mask (COCO's counts)
     if c.format_text is not None:   # a text form of its own (COCO's counts), written from the runs and the mask's size
         m = as_bool_mask(mask)
         return c.format_text(*mask_to_runs(m, c.order), m.size)
@@ -256,6 +261,9 @@ def decode(text,        # the run-length string
           ) -> np.ndarray: # boolean mask of `shape`
     "Boolean mask of `shape` from `text` in `convention`, validated as the competition's checker does"
     c = get_convention(convention)
+    if c.decode_text is not None:   # a text form read straight into the pixels (COCO's counts); None: the checks below
+        shape = as_shape(shape)
+        if (flat := c.decode_text(text, shape)) is not None: return pixels_to_mask(flat, shape, c.order)
     starts, lengths = parse_runs(text, c, shape)
     return runs_to_mask(starts, lengths, shape, c.order)
 

@@ -11,7 +11,7 @@ from .kernels import kernel, numba_available
 # %% auto #0
 __all__ = ['MAX_MASK_PIXELS', 'pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit',
            'runs_to_mask', 'first_not_whole', 'check_whole', 'RLEError', 'whole_number', 'mask_size',
-           'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'mask_to_runs']
+           'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'mask_to_bounds', 'mask_to_runs', 'pixels_to_mask']
 
 # %% ../nbs/01_runs.ipynb #aaa25dd8
 def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
@@ -19,8 +19,9 @@ def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, 
               ) -> tuple: # the axes from the slowest-changing to the fastest
     "Axis order from slowest to fastest for `order`: `mask.transpose(pixel_axes(order, mask.ndim))` lists the pixels in `order`"
     if isinstance(order, str):
-        if order.upper() == "C": return tuple(range(ndim))
-        if order.upper() == "F": return tuple(reversed(range(ndim)))
+        o = order.upper()
+        if o == "C": return tuple(range(ndim))
+        if o == "F": return tuple(range(ndim - 1, -1, -1))
         raise ValueError(f"order must be 'C', 'F' or a tuple of axes, not {order!r}")
     axes = tuple(int(a) for a in order)
     if sorted(axes) != list(range(ndim)): raise ValueError(f"order {axes} is not a permutation of the {ndim} axes")
@@ -50,7 +51,10 @@ def textbook_runs(mask,      # boolean or 0/1 array, any number of dimensions
 # %% ../nbs/01_runs.ipynb #cf11b6ba
 def as_shape(shape) -> tuple:
     "`shape` as a tuple of whole numbers >= 0 (an int is a 1-D shape); `ValueError` for anything else"
-    if type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape): return shape   # already one: at once
+    if type(shape) is tuple:                              # already one (the usual case): at once
+        for d in shape:
+            if type(d) is not int or d < 0: break
+        else: return shape
     dims = tuple(shape) if np.ndim(shape) else (shape,)
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0 for d in dims):
         raise ValueError(f"shape must be whole numbers >= 0, not {shape!r}")
@@ -258,7 +262,7 @@ def _flat_nonzero_coords(x):
 @kernel
 def _flat_bounds(a, cap):
     "Run boundaries (start, end, ...) of a contiguous 1-D array of 0/1 bytes, read 8 bytes at a time, and their number (only counted past `cap`)"
-    nw = a.size // 8
+    nw = a.size // 8 if a.ctypes.data % 8 == 0 else 0     # 64-bit words only at 8-byte boundaries (else byte by byte)
     w = a[:8 * nw].view(np.uint64)
     out = np.empty(cap + 8, np.int64)
     k, full = 0, False
@@ -287,26 +291,32 @@ def _flat_bounds(a, cap):
 
 # %% ../nbs/01_runs.ipynb #64c12d49
 @kernel
-def _line_bounds(x, rank, inv, words, cap):
+def _line_bounds(x, rank, inv, cap):
     """Run boundaries of a C-contiguous (n, L) array of 0/1 bytes read down its columns, column l being line rank[l] of
-    the order wanted (inv: its inverse), pixel (r, l) number rank[l] * n + r; `words`: L % 8 == 0, aligned. Returns
-    the boundaries and the number of changes inside columns (the boundaries are empty when it exceeds `cap`)"""
+    the order wanted (inv: its inverse; both empty: the identity, as for a 2-D mask), pixel (r, l) number rank[l] * n + r.
+    Returns the boundaries and the number of changes inside columns (the boundaries are empty when it exceeds `cap`)"""
     n, L = x.shape
     rows, cols = np.empty(cap, np.int64), np.empty(cap, np.int64)
     k = 0
-    w = x.reshape(-1).view(np.uint64) if words else np.zeros(0, np.uint64)
-    L8 = L // 8
+    same = rank.size == 0                                  # column l is line l
+    words = L % 8 == 0 and x.ctypes.data % 8 == 0           # rows as 64-bit words: whole words, at 8-byte boundaries
+    w = x.reshape(-1).view(np.uint64).reshape(n, L // 8) if words else np.zeros((1, 0), np.uint64)
     for r in range(1, n):                                  # each row against the one before: changes down the columns
         if words:
-            for i in range(L8):
-                d = w[r * L8 + i] ^ w[(r - 1) * L8 + i]
+            a, b = w[r], w[r - 1]                          # the two rows as views, indexed from 0
+            differ = np.uint64(0)
+            for i in range(a.size): differ |= a[i] ^ b[i]  # first a branch-free pass: does the row differ at all?
+            if not differ: continue
+            for i in range(a.size):
+                d = a[i] ^ b[i]
                 while d:                                   # each changed byte, lowest first
                     low = d & (~d + np.uint64(1))          # its lowest bit, 1 << 8b
                     if k < cap: rows[k], cols[k] = r, 8 * i + np.int64((low * np.uint64(0x0001020304050607)) >> np.uint64(56))
                     k += 1; d ^= low                       # b, read off the product's top byte
         else:
+            a8, b8 = x[r], x[r - 1]
             for l in range(L):
-                if x[r, l] != x[r - 1, l]:
+                if a8[l] != b8[l]:
                     if k < cap: rows[k], cols[k] = r, l
                     k += 1
     if k > cap: return np.zeros(0, np.int64), k
@@ -314,55 +324,61 @@ def _line_bounds(x, rank, inv, words, cap):
     for j in range(k): pos[cols[j]] += 1                   # changes per column...
     total = 0
     for q in range(L):                                     # ... to each column's place, in the order wanted
-        l = inv[q]
-        before = x[n - 1, inv[q - 1]] if q > 0 else np.uint8(0)
+        l = q if same else inv[q]
+        before = (x[n - 1, q - 1 if same else inv[q - 1]]) if q > 0 else np.uint8(0)
         c = pos[l]; pos[l] = total
         total += c + (x[0, l] != before)
-    end = x[n - 1, inv[L - 1]] != 0                        # the last run ends at the end
+    end = x[n - 1, L - 1 if same else inv[L - 1]] != 0    # the last run ends at the end
     out = np.empty(total + end, np.int64)
     for q in range(L):                                     # row 0: a boundary where a line starts unlike the last one ended
-        l = inv[q]
-        before = x[n - 1, inv[q - 1]] if q > 0 else np.uint8(0)
+        l = q if same else inv[q]
+        before = (x[n - 1, q - 1 if same else inv[q - 1]]) if q > 0 else np.uint8(0)
         if x[0, l] != before: out[pos[l]] = q * n; pos[l] += 1
     for j in range(k):
-        l = cols[j]; out[pos[l]] = rank[l] * n + rows[j]; pos[l] += 1
+        l = cols[j]; out[pos[l]] = (l if same else rank[l]) * n + rows[j]; pos[l] += 1
     if end: out[total] = L * n
     return out, k
 
 # %% ../nbs/01_runs.ipynb #44227044
+_SAME = np.zeros(0, np.int64)   # rank and inv of `_line_bounds` when column l is line l
+
 def _compiled_bounds(b):
     "Run boundaries of `b` (its axes in the requested order) with the compiled loops; None for a layout they do not read"
-    aligned = b.__array_interface__["data"][0] % 8 == 0   # 64-bit words are read only at 8-byte boundaries
     cap = max(4096, b.size // 16)                         # room for this many boundaries: more, and the loop runs again
     if b.flags.c_contiguous:
-        flat = b.reshape(-1).view(np.uint8) if aligned else b.reshape(-1).view(np.uint8).copy()
+        flat = b.reshape(-1).view(np.uint8)
         bounds, k = _flat_bounds(flat, cap)
         return bounds if k <= cap else _flat_bounds(flat, k)[0]
-    mem = np.array([1, 0]) if b.ndim == 2 else np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
-    x = b.transpose(mem)
-    if mem[0] != b.ndim - 1 or not x.flags.c_contiguous: return None
-    n, L = x.shape[0], x.size // x.shape[0]
-    rank = np.arange(L) if b.ndim == 2 else np.arange(L).reshape(b.shape[:-1]).transpose(mem[1:]).reshape(-1)
-    inv = rank if b.ndim == 2 else np.empty(L, np.int64)
-    if b.ndim > 2: inv[rank] = np.arange(L)
-    x = x.reshape(n, L).view(np.uint8)
-    bounds, k = _line_bounds(x, rank, inv, L % 8 == 0 and aligned, cap)
-    return bounds if k <= cap else _line_bounds(x, rank, inv, L % 8 == 0 and aligned, k)[0]
+    if b.ndim == 2:                                       # a 2-D mask: its columns in order
+        x, rank = b.T, _SAME
+        if not x.flags.c_contiguous: return None
+        inv = rank
+    else:
+        mem = tuple(np.argsort([-abs(s) for s in b.strides], kind="stable"))   # b's axes, slowest in memory first
+        x = b.transpose(mem)
+        if mem[0] != b.ndim - 1 or not x.flags.c_contiguous: return None
+        n, L = x.shape[0], x.size // x.shape[0]
+        rank = np.arange(L).reshape(b.shape[:-1]).transpose(mem[1:]).reshape(-1)
+        inv = np.empty(L, np.int64); inv[rank] = np.arange(L)
+        x = x.reshape(n, L)
+    x = x.view(np.uint8)
+    bounds, k = _line_bounds(x, rank, inv, cap)
+    return bounds if k <= cap else _line_bounds(x, rank, inv, k)[0]
 
 # %% ../nbs/01_runs.ipynb #3addd7fb
-def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
-                 order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
-                ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
-    "Runs of `mask` flattened in `order`, without copying the mask into that order"
+def mask_to_bounds(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
+                   order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
+                  ) -> np.ndarray: # 0-based boundaries (int64): start, end, start, end, ... in the flattened order
+    "Where the runs of `mask` flattened in `order` start and end (each end is the pixel after the run), without copying the mask into that order"
     b = as_bool_mask(mask)
     b = b.transpose(pixel_axes(order, b.ndim))  # a view: its C order is the requested order
     if b.ndim == 0: b = b.reshape(1)
     if b.ndim == 1: b = b[None]
     n = b.shape[-1]
     lines = b.shape[:-1]
-    if b.size == 0: return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if b.size == 0: return np.zeros(0, np.int64)
     bounds = _compiled_bounds(b) if numba_available() else None   # None: the numpy passes below
-    if bounds is not None: return bounds[0::2], bounds[1::2] - bounds[0::2]
+    if bounds is not None: return bounds
     if b.flags.c_contiguous:  # the requested order is the memory order: one flat pass
         flat = b.reshape(-1)
         head, tail = [0] if flat[0] else [], [flat.size] if flat[-1] else []
@@ -378,6 +394,14 @@ def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, an
             keep = np.ones(bounds.size, bool)
             keep[1:][same] = keep[:-1][same] = False
             bounds = bounds[keep]
+    return bounds
+
+# %% ../nbs/01_runs.ipynb #29b3da4e
+def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
+                 order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
+                ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
+    "Runs of `mask` flattened in `order`, without copying the mask into that order"
+    bounds = mask_to_bounds(mask, order)
     return bounds[0::2], bounds[1::2] - bounds[0::2]
 
 # %% ../nbs/01_runs.ipynb #1851b4d8
@@ -395,6 +419,17 @@ def _fill_runs(flat, starts, lengths):
     return True
 
 # %% ../nbs/01_runs.ipynb #36ab3971
+def pixels_to_mask(flat,      # the mask's pixels listed in `order`, a 1-D vector
+                   shape,     # shape of the mask
+                   order="C", # pixel order, as in `mask_to_runs`
+                  ) -> np.ndarray: # the mask, a view of `flat`
+    "The mask of `shape` whose pixels, listed in `order`, are `flat`: the last step of `runs_to_mask`, without a copy"
+    shape = as_shape(shape)
+    if type(order) is str and order in ("C", "F"): return flat.reshape(shape, order=order)   # the usual orders: numpy lays them out
+    axes = pixel_axes(order, len(shape))
+    return flat.reshape([shape[a] for a in axes]).transpose(sorted(range(len(axes)), key=axes.__getitem__))   # np.argsort(axes)
+
+# %% ../nbs/01_runs.ipynb #ead22293
 _numpy_runs_to_mask = runs_to_mask
 
 def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted, not overlapping)
@@ -405,8 +440,10 @@ def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted,
     "Boolean mask of `shape` from 0-based runs in `order` (the compiled loop when numba is available)"
     if not numba_available(): return _numpy_runs_to_mask(starts, lengths, shape, order)
     shape = as_shape(shape)
-    axes = pixel_axes(order, len(shape))
-    starts, lengths = as_runs(starts, lengths)
+    if not (type(order) is str and order in ("C", "F")): pixel_axes(order, len(shape))   # a bad order refused before any work
+    if not (type(starts) is type(lengths) is np.ndarray and starts.dtype == lengths.dtype == np.int64
+            and starts.ndim == lengths.ndim == 1 and starts.size == lengths.size):
+        starts, lengths = as_runs(starts, lengths)     # int64 runs as readers make them go to the loop uncopied
     flat = np.zeros(math.prod(shape), bool)
     if not _fill_runs(flat, starts, lengths): check_runs_fit(starts, lengths, flat.size)   # names the fault
-    return flat.reshape([shape[a] for a in axes]).transpose(sorted(range(len(axes)), key=axes.__getitem__))   # np.argsort(axes)
+    return pixels_to_mask(flat, shape, order)
