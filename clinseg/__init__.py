@@ -16,7 +16,8 @@ from .predictions import image_truth
 from .ap import average_precision, pr_explorer
 from .coco_eval import coco_average_precision
 from .phantom import ct_phantom
-from .ct import align_label, read_dicom_series, read_nifti_label
+from .ct import read_dicom_series
+from .nifti import align_label, read_nifti_label
 from .dicom_seg import read_dicom_seg
 from .viewer import ct_viewer, window
 from .imageio import ImageError, read_image

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 from ..rle import encode
 from ..phantom import ct_phantom
-from ..ct import align_label, read_dicom_series, series_to_nifti_order
+from ..ct import read_dicom_series
+from ..nifti import align_label, series_to_nifti_order
 from ..submission import Competition
 from ..scoring import dice_items, new_file
 
