@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 import numpy as np
+from .kernels import kernel, numba_available
 from .runs import runs_to_pixels
 from .objects import concat_runs, overlapping_pairs
 from .instances import Overlaps, label_to_runs, overlap_counts, overlaps_and_objects, reference_histogram_iou
@@ -52,6 +53,14 @@ def _counts_above(inter, union, ts):
     if union.size and int(union.max()) * int(den.max()) >= 1 << 62: return np.array([_count_above(inter, union, t) for t in ts], np.int64)
     return (inter[None, :] * den > union[None, :] * num).sum(1).astype(np.int64)
 
+# %% ../nbs/06a_dsb_metric.ipynb #5080aa22
+def _true_positives(o, ts):
+    "Matches at every threshold from the overlap table `o`: the pairs that touch, their IoU compared with each fraction exactly"
+    ti, pj = np.nonzero(o.intersections != 0)              # only pairs that touch can match
+    inter = o.intersections[ti, pj]
+    union = o.truth_areas[ti] + o.pred_areas[pj] - inter
+    return _counts_above(inter, union, ts)
+
 # %% ../nbs/06a_dsb_metric.ipynb #e3362e71
 @dataclass
 class DSBImageScore:
@@ -96,10 +105,7 @@ def dsb_image_score(truth,           # true objects: label image, an `Objects`, 
     o, p_runs, tags = overlaps_and_objects(truth, pred, **kwargs)
     _check_dsb_objects(o, p_runs, tags[0] is not None)
     ts = _exact(thresholds)
-    ti, pj = np.nonzero(o.intersections != 0)              # only pairs that touch can match
-    inter = o.intersections[ti, pj]
-    union = o.truth_areas[ti] + o.pred_areas[pj] - inter
-    tp = _counts_above(inter, union, ts)
+    tp = _true_positives(o, ts)
     fp, fn = len(o.pred_ids) - tp, len(o.truth_ids) - tp
     total = tp + fp + fn
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))
@@ -362,3 +368,29 @@ def dsb_threshold_explorer(truth=None, # true label image (default: `synthetic_n
     slider.observe(draw, "value")
     draw()
     return widgets.VBox([slider, out])
+
+# %% ../nbs/06a_dsb_metric.ipynb #12a14687
+@kernel
+def _tp_kernel(inter, t_area, p_area, den, num):
+    "True positives at each threshold n/d: the table's pairs with inter * d > union * n (integers, no overflow: the caller checks)"
+    tp = np.zeros(den.size, np.int64)
+    for a in range(inter.shape[0]):
+        for b in range(inter.shape[1]):
+            x = inter[a, b]
+            if x == 0: continue
+            u = t_area[a] + p_area[b] - x
+            for k in range(den.size):
+                if x * den[k] > u * num[k]: tp[k] += 1
+    return tp
+
+# %% ../nbs/06a_dsb_metric.ipynb #3dcf0357
+_numpy_true_positives = _true_positives
+
+def _compiled_true_positives(o, ts):
+    "`_true_positives` by one compiled pass over the table when numba is available and the products fit in int64"
+    den, num, _ = _fraction_columns(ts)
+    big = int(o.truth_areas.max(initial=0)) + int(o.pred_areas.max(initial=0))
+    if not numba_available() or big * int(den.max()) >= 1 << 62: return _numpy_true_positives(o, ts)
+    return _tp_kernel(o.intersections, o.truth_areas, o.pred_areas, den.ravel(), num.ravel())
+
+_true_positives = _compiled_true_positives   # from here on, the table is read once
