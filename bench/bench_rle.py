@@ -7,8 +7,8 @@ Inputs, each a C-ordered boolean array as numpy makes it:
 - a 200x512x512 volume with a blob tumour (few runs) and a 200x512x512 noisy volume (p = 0.0127: about 650,000 runs).
 Every contender goes from the array to text and back, its own layout preparation included:
 - COCO strings (2-D: one mask; 3-D: one string per slice, as the COCO tools store a stack): clinseg `encode(m, "coco")`
-  / `decode` (a stack: `encode` per slice; `parse_runs` per string, each string's runs moved to its slice by one
-  `np.repeat` of the offsets, then one `runs_to_mask` of the (h, w, n) stack, the layout the COCO tools return);
+  / `decode` (a stack: `encode` per slice; every string read by one `coco_rles_to_objects` call, each run moved to
+  its slice, then one `runs_to_mask` of the (h, w, n) stack, the layout the COCO tools return);
   pycocotools `mask.encode` of a Fortran uint8 copy (it takes nothing else) / `mask.decode`; hotcoco `mask.encode` of
   the array (any layout) / `mask.decode`; rlemasklib `encode` / `decode`;
 - start/length text (clinseg only, and the classic idiom: pad, compare neighbours, join to text; decoding splits the
@@ -25,6 +25,7 @@ from pycocotools import mask as coco_mask
 from hotcoco import mask as hot_mask
 import rlemasklib
 from clinseg.rle import encode, decode, parse_runs, runs_to_mask
+from clinseg.coco import coco_rles_to_objects
 from clinseg.kernels import numba_available
 
 
@@ -70,11 +71,9 @@ def coco_contenders(m):
             "rlemasklib": (lambda: rlemasklib.encode(m), rlemasklib.decode),
         }
     shape = m.shape[1:]
-    def clinseg_decode(texts):   # each string's runs, shifted to its slice (one np.repeat of the offsets), then one fill of an (h, w, n) stack
-        runs = [parse_runs(t, "coco", shape) for t in texts]
-        per = np.fromiter((s.size for s, _ in runs), np.int64, len(runs))
-        starts = np.concatenate([s for s, _ in runs]) + np.repeat(np.arange(len(runs)) * math.prod(shape), per)
-        return runs_to_mask(starts, np.concatenate([l for _, l in runs]), (*shape, len(texts)), "F")
+    def clinseg_decode(texts):   # every string read by one call (`coco_rles_to_objects`), each run moved to its slice, one fill of an (h, w, n) stack
+        o = coco_rles_to_objects([{"counts": t, "size": list(shape)} for t in texts])
+        return runs_to_mask(o.starts + o.owner * math.prod(shape), o.lengths, (*shape, len(texts)), "F")
     return {
         "clinseg": (lambda: [encode(s, "coco") for s in m], clinseg_decode),
         "pycocotools": (lambda: coco_mask.encode(np.asfortranarray(m.transpose(1, 2, 0), np.uint8)), coco_mask.decode),
