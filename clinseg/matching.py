@@ -123,7 +123,7 @@ def _class_outcomes(sub,       # (p, g) IoU of the class's predictions (rank ord
     return out, first
 
 # %% ../nbs/07_matching.ipynb #b4666a5c
-def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`, chapter 8)
+def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`, chapter 6b)
                     pr,         # `Predictions`
                     rows,       # indices of this image's evaluated predictions, in rank order
                     classes,    # evaluated classes
@@ -350,7 +350,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     return outcome, taken, best_iou, region
 
 # %% ../nbs/07_matching.ipynb #8c5b8c99
-def match_images(truths,      # each image's truth (the fields of `ImageTruth`, chapter 8), in the image order of `pr`
+def match_images(truths,      # each image's truth (the fields of `ImageTruth`, chapter 6b), in the image order of `pr`
                  pr,          # `Predictions` of all images
                  kept,        # (N,) True for the predictions the cap keeps (`cap_detections`)
                  classes,     # evaluated classes, sorted
