@@ -8,7 +8,8 @@ import math, os, re
 from dataclasses import dataclass, field
 import numpy as np
 from .objects import Objects, find_overlaps
-from .rle import get_convention, parse_many
+from .rle import get_convention
+from .many_rows import parse_many
 from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks
 from .csvfields import Fields, fields_of
 from .submission import FILE_EXTENSION, KEY_SEPARATOR, KnownIds, SubmissionError, key_text

@@ -5,7 +5,7 @@
 # %% ../nbs/02_rle.ipynb #09acd002
 from __future__ import annotations
 import math, re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from .kernels import kernel, numba_available
@@ -13,11 +13,11 @@ from .runs import *
 from .objects import *
 
 # %% auto #0
-__all__ = ['CONVENTIONS', 'Convention', 'get_convention', 'register_convention', 'textbook_format', 'format_runs',
-           'textbook_numbers', 'parse_runs', 'encode', 'decode', 'transcode', 'absolute_to_relative',
+__all__ = ['CONVENTIONS', 'RUN_NUMBER_LIMIT', 'Convention', 'get_convention', 'register_convention', 'textbook_format',
+           'format_runs', 'textbook_numbers', 'parse_runs', 'encode', 'decode', 'transcode', 'absolute_to_relative',
            'relative_to_absolute', 'clean_text', 'faulty_hw2_sample_encode', 'faulty_neopolyp_sample_decode',
-           'rle_table', 'plot_rle', 'rle_playground', 'parse_many', 'pixel_axes', 'as_bool_mask', 'textbook_runs',
-           'mask_to_runs', 'mask_to_bounds', 'pixels_to_mask', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
+           'rle_table', 'plot_rle', 'rle_playground', 'pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs',
+           'mask_to_bounds', 'pixels_to_mask', 'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask',
            'first_not_whole', 'MAX_MASK_PIXELS', 'whole_number', 'mask_size', 'check_whole', 'RLEError',
            'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs',
            'runs_intersections', 'overlapping_pairs', 'find_overlaps']
@@ -207,7 +207,7 @@ def textbook_numbers(text, c) -> np.ndarray:
     return np.array([int(w) for w in _diagnose(text, c)], dtype=object)
 
 # %% ../nbs/02_rle.ipynb #cc8d6305
-_TOO_BIG = 1 << 62   # numpy saturates larger numbers to the int64 maximum: catch them before arithmetic
+RUN_NUMBER_LIMIT = 1 << 62   # every number of a run-length text is below it: numpy saturates larger numbers to the int64 maximum, so they are caught before arithmetic
 
 # %% ../nbs/02_rle.ipynb #58054315
 def parse_runs(text,            # the run-length string
@@ -222,14 +222,14 @@ def parse_runs(text,            # the run-length string
     if c.empty_text or c.leading_space: text = clean_text(text, c)   # SIIM-ACR's '-1' and ' -1'
     if text == "": return np.zeros(0, np.int64), np.zeros(0, np.int64)
     nums = _numbers(text, c)
-    big = np.flatnonzero(nums >= _TOO_BIG)
+    big = np.flatnonzero(nums >= RUN_NUMBER_LIMIT)
     if big.size:
         i = int(big[0])
         raise RLEError(f"pair {i // 2}: {'start' if i % 2 == 0 else 'length'} {nums[i]} is too large")
     nums = nums.astype(np.int64)
     starts, lengths = nums[0::2] - c.base, nums[1::2]
     if c.relative:
-        far = np.flatnonzero(np.cumsum(nums.astype(np.float64)) >= _TOO_BIG)   # gaps and lengths adding up past int64's range
+        far = np.flatnonzero(np.cumsum(nums.astype(np.float64)) >= RUN_NUMBER_LIMIT)   # gaps and lengths adding up past int64's range
         if far.size: raise RLEError(f"pair {int(far[0]) // 2}: start is too large (the gaps and lengths before it add up past 2**62)")
         starts = relative_to_absolute(nums[0::2], lengths, c.base)
     _check_pairs(starts, lengths, c, shape)
@@ -469,7 +469,7 @@ def _numbers(text, c):
     "All numbers of `text` as int64, fast when the text is well formed"
     raw = text.encode("ascii", "replace")
     if numba_available():
-        nums, ok = _decimal_numbers(np.frombuffer(raw, np.uint8), c.bar, _TOO_BIG)
+        nums, ok = _decimal_numbers(np.frombuffer(raw, np.uint8), c.bar, RUN_NUMBER_LIMIT)
         if ok: return nums                                 # else the checks below name the fault
     fast = (not raw.translate(None, _ALLOWED[c.bar]) and raw[:1] not in b" |" and raw[-1:] != b" " and b"  " not in raw
             and (not c.bar or (raw.endswith(b"|") and b"||" not in raw and b" |" not in raw and b"| " not in raw
@@ -478,126 +478,6 @@ def _numbers(text, c):
         nums = np.fromstring(text.replace("|", " ") if c.bar else text, dtype=np.int64, sep=" ")
         if c.bar and raw.count(b"|") * 2 != nums.size: fast = False   # e.g. `1 2 3|`: pairs and bars disagree
         elif not c.bar and nums.size != raw.count(b" ") + 1: fast = False
-        elif nums.size % 2 or nums.max(initial=0) >= _TOO_BIG: fast = False   # the slow path names the culprit
+        elif nums.size % 2 or nums.max(initial=0) >= RUN_NUMBER_LIMIT: fast = False   # the slow path names the culprit
     if not fast: nums = textbook_numbers(text, c)   # word by word: names the culprit
     return nums
-
-# %% ../nbs/02_rle.ipynb #47de7432
-# the format of many rows at once: bytes, the characters allowed, and the `s l|` groups of WAD
-_DIGIT, _SPACE, _BAR, _NL = 48, 32, 124, 10
-_ALLOWED_BYTES = {False: b"0123456789 \n", True: b"0123456789 |\n"}
-_BAR_GROUPS = re.compile(r"(?:[0-9]+ [0-9]+\|)*")
-
-# %% ../nbs/02_rle.ipynb #77462936
-def _sizes(shapes, n):
-    "Pixels per row (a huge number where the shape is unknown) and the shapes as a list"
-    if shapes is None or (isinstance(shapes, tuple) and all(isinstance(s, (int, np.integer)) for s in shapes)):
-        return np.full(n, math.prod(shapes) if shapes is not None else _TOO_BIG, np.int64), [shapes] * n
-    prod = {s: math.prod(s) if s is not None else _TOO_BIG for s in set(shapes)}   # few distinct shapes: one product each
-    return np.array([prod[s] for s in shapes], np.int64), shapes
-
-# %% ../nbs/02_rle.ipynb #3f79c573
-def _fast_format(b, n_rows, bar):
-    "True when the joined rows `b` are well formed (the numbers can be read in one go)"
-    if b.translate(None, _ALLOWED_BYTES[bar]): return False
-    a = np.frombuffer(b, np.uint8)
-    if not a.size: return True
-    dig = (a >= _DIGIT) & (a != _BAR)
-    prev_dig = np.concatenate([[False], dig[:-1]])
-    next_dig = np.concatenate([dig[1:], [False]])
-    space = a == _SPACE
-    if (space & ~(prev_dig & next_dig)).any(): return False          # a space sits between two digits
-    if bar:
-        is_bar = a == _BAR
-        after = np.concatenate([a[1:], [_NL]])
-        if (is_bar & ~(prev_dig & ((after == _NL) | (after >= _DIGIT) & (after != _BAR)))).any(): return False
-        nl = a == _NL
-        last = np.concatenate([nl[1:], [True]])     # the character before a row end
-        if (last & ~nl & ~is_bar).any(): return False                 # every non-empty row ends with '|'
-        seps = a[space | is_bar]
-        if seps.size % 2 or (seps[0::2] != _SPACE).any() or (seps[1::2] != _BAR).any(): return False  # ' ' then '|', pair after pair
-    return True
-
-# %% ../nbs/02_rle.ipynb #31be403a
-def _words(b, n, bar):
-    "Numbers in each of the `n` newline-separated rows of `b` (well formed): spaces + 1, or twice the bars"
-    a = np.frombuffer(b, np.uint8)
-    ends = np.flatnonzero(a == _NL)
-    starts = np.concatenate([[0], ends + 1])
-    lengths = np.diff(np.concatenate([starts, [a.size + 1]])) - 1
-    seps = (a == (_BAR if bar else _SPACE)).view(np.uint8)
-    per_row = np.add.reduceat(seps, np.minimum(starts, max(a.size - 1, 0)), dtype=np.int64) if a.size else np.zeros(n, np.int64)
-    per_row[lengths == 0] = 0                 # reduceat gives an empty row its next character
-    return 2 * per_row if bar else np.where(lengths > 0, per_row + 1, 0)
-
-# %% ../nbs/02_rle.ipynb #045331a8
-def _slow_rows(texts, c, shapes, size):
-    "Per-row parse with `parse_runs`: runs of the good rows and the message of each bad row"
-    starts, lengths, counts, errors = [], [], [], {}
-    for i, t in enumerate(texts):
-        try:
-            if not isinstance(t, str): raise RLEError(f"expected text, got {type(t).__name__}")
-            s, l = parse_runs(t, c, shapes[i])
-            if c.bar and not _BAR_GROUPS.fullmatch(t):
-                k = next(k for k, g in enumerate(t[:-1].split("|")) if not re.fullmatch(r"[0-9]+ [0-9]+", g))
-                raise RLEError(f"pair {k}: {t[:-1].split('|')[k]!r} is not `start length` (WAD wants `s l|` after every pair)")
-        except RLEError as e:
-            errors[i] = str(e); s = l = np.zeros(0, np.int64)
-        starts.append(s); lengths.append(l); counts.append(s.size)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
-    return offsets, cat(starts), cat(lengths), errors
-
-# %% ../nbs/02_rle.ipynb #8fa43488
-def _relative_many(written, lengths, offsets, row, base):
-    "Absolute 0-based starts of the relative starts of many rows (row i: pairs offsets[i]:offsets[i+1])"
-    cs = np.cumsum(written + lengths)
-    before = np.concatenate([[0], cs])[offsets[:-1]]      # the sum of all earlier rows, at each row's first pair
-    return cs - lengths - base - before[row]
-
-# %% ../nbs/02_rle.ipynb #2ac9ae25
-def _parse_many_clean(texts, c, shapes):
-    "`parse_many` for a convention with an empty text or a leading space: each row cleaned first (its error kept)"
-    clean, first = [], {}
-    for i, t in enumerate(texts):
-        try: clean.append(clean_text(t, c) if isinstance(t, str) else t)
-        except RLEError as e: first[i] = str(e); clean.append("")
-    offsets, starts, lengths, errors = parse_many(clean, replace(c, empty_text="", leading_space=False), shapes)
-    return offsets, starts, lengths, {**errors, **first}   # a row refused while cleaning was read as '' (no runs)
-
-# %% ../nbs/02_rle.ipynb #46f6cd73
-def parse_many(texts,         # run-length strings, one per row ("" for an empty mask)
-               convention,    # a `Convention` or a preset's name
-               shapes=None,   # the image shape of every row (a list), one shape for all, or None (not checked)
-              ) -> tuple:     # offsets, starts, lengths, errors {row index: message}
-    "Validated 0-based runs of many rows at once: row i's runs are `starts[offsets[i]:offsets[i+1]]`"
-    c = get_convention(convention)
-    if c.parse_text is not None: raise ValueError(f"parse_many reads start/length pairs, not {c.text_form}")
-    texts = list(texts)
-    if c.empty_text or c.leading_space: return _parse_many_clean(texts, c, shapes)   # SIIM-ACR: '-1' and ' -1' first
-    n = len(texts)
-    size, shapes = _sizes(shapes, n)
-    try: b = "\n".join(texts).encode("ascii")
-    except (UnicodeEncodeError, TypeError): return _slow_rows(texts, c, shapes, size)
-    if b.count(b"\n") != n - 1 or not _fast_format(b, n, c.bar): return _slow_rows(texts, c, shapes, size)
-    words = _words(b, n, c.bar)
-    if c.bar: nums = np.fromstring(b.replace(b"|", b" ").decode("ascii"), dtype=np.int64, sep=" ")
-    else: nums = np.fromstring(b.decode("ascii"), dtype=np.int64, sep=" ") if b.strip() else np.zeros(0, np.int64)
-    if nums.size != words.sum() or (words % 2).any() or (nums.size and nums.max() >= _TOO_BIG) or (c.relative and nums.astype(np.float64).sum() >= _TOO_BIG):
-        return _slow_rows(texts, c, shapes, size)
-    pairs = words // 2
-    offsets = np.concatenate([[0], np.cumsum(pairs)]).astype(np.int64)
-    starts, lengths = nums[0::2] - c.base, nums[1::2]
-    row = np.repeat(np.arange(n), pairs)
-    if c.relative: starts = _relative_many(nums[0::2], lengths, offsets, row, c.base)
-    ends = starts + lengths
-    bad = (starts < 0) | (lengths <= 0) | (ends > size[row])
-    if starts.size > 1:
-        same = row[1:] == row[:-1]
-        gap = starts[1:] - ends[:-1]
-        bad[1:] |= same & ((gap <= 0) if c.merge_touching else (gap < 0))
-    errors = {}
-    for i in np.unique(row[bad]).tolist():   # only rows with a problem: parse_runs names it
-        try: parse_runs(texts[i], c, shapes[i]); errors[i] = "runs break the convention's rules"
-        except RLEError as e: errors[i] = str(e)
-    return offsets, starts, lengths, errors

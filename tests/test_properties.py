@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import clinseg
 from clinseg.csvstream import CSVSource, Report, csv_chunks
 from clinseg.csvfields import read_both_ways
-from clinseg.rle import CONVENTIONS, RLEError, format_runs, get_convention, mask_to_runs, parse_many, parse_runs, transcode
+from clinseg.rle import CONVENTIONS, RLEError, format_runs, get_convention, mask_to_runs, parse_runs, transcode
+from clinseg.many_rows import parse_many
 from clinseg.submission import SubmissionError
 from clinseg.submissions import write_solution
 

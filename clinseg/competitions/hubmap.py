@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from ..runs import mask_to_runs, merge_touching_runs, runs_to_mask
 from ..objects import Objects, runs_overlap
-from ..rle import format_runs, parse_many
+from ..rle import format_runs
+from ..many_rows import parse_many
 from ..dice import dice_from_counts
 from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from ..runs import merge_touching_runs, runs_to_pixels
 from ..objects import Objects
-from ..rle import decode, encode, format_runs, get_convention, parse_many
+from ..rle import decode, encode, format_runs, get_convention
+from ..many_rows import parse_many
 from ..dice import dice
 from dataclasses import replace
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, split_samples

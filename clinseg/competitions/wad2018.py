@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 import numpy as np
 from ..runs import as_shape, mask_size, mask_to_runs, merge_touching_runs, whole_number
-from ..rle import format_runs, parse_many
+from ..rle import format_runs
+from ..many_rows import parse_many
 from ..instances import label_to_runs
 from ..predictions import ImageTruth
 from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label,
