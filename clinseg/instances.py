@@ -380,11 +380,13 @@ DENSE_CELLS = 1 << 16   # largest dense (truth, prediction) table, in cells (512
 def _dense_pair_table(seg_t, seg_p, seg_n, cells):
     "`_segment_table`'s five arrays by a dense table of every label value up to the largest, and True; empty arrays and False when a label is negative or the table would pass `cells`"
     nt = npr = 0
+    small = seg_t.size > 0
     for k in range(seg_t.size):
-        if seg_t[k] < 0 or seg_p[k] < 0: nt = cells + 1; break
-        nt, npr = max(nt, np.int64(seg_t[k]) + 1), max(npr, np.int64(seg_p[k]) + 1)
+        a, b = seg_t[k], seg_p[k]
+        if a < 0 or b < 0 or a >= cells or b >= cells: small = False; break   # (compared in the labels' own type: no uint64 wraps)
+        nt, npr = max(nt, np.int64(a) + 1), max(npr, np.int64(b) + 1)
     e = np.zeros(0, np.int64)
-    if seg_t.size == 0 or nt * npr > cells: return np.zeros((0, 0), np.int64), e, e, e, e, False
+    if not small or nt * npr > cells: return np.zeros((0, 0), np.int64), e, e, e, e, False
     table = np.zeros((nt, npr), np.int64)
     for k in range(seg_t.size): table[seg_t[k], seg_p[k]] += seg_n[k]
     t_area, p_area = table.sum(1), table.sum(0)
