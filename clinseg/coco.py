@@ -212,70 +212,6 @@ def parse_coco_string(text) -> np.ndarray:
         if ok: return counts                               # else the vectorised reader names the fault
     return _undo_differences(*_coco_decode([b]))[0]
 
-# %% ../nbs/03_coco.ipynb #45d438ab
-@kernel
-def _runs_coco_chars(starts, lengths, size):
-    "pycocotools' string of the COCO counts of 0-based runs over `size` pixels, in one pass; ok False for runs that do not fit"
-    n = 2 * starts.size + 1
-    out = np.empty(13 * n, np.uint8)
-    k = end = back1 = back2 = 0                            # characters, pixels so far, the counts one and two places back
-    for i in range(n):
-        if i == n - 1: c = size - end                      # the background after the last run (left out when 0)
-        elif i % 2 == 0: c = starts[i // 2] - end          # the gap before a run
-        else: c = lengths[i // 2]; end = starts[i // 2] + c
-        if c < 0 or (i % 2 == 1 and c == 0): return out[:0], False
-        if i == n - 1 and c == 0: break
-        x = c - back2 if i > 2 else c
-        back2, back1 = back1, c
-        more = True
-        while more:
-            ch = x & 0x1F
-            x >>= 5
-            more = (x != -1) if ch & 0x10 else (x != 0)
-            out[k] = 48 + (ch | 0x20 if more else ch); k += 1
-    return out[:k], True
-
-# %% ../nbs/03_coco.ipynb #b9371f5a
-@kernel
-def _coco_runs(b):
-    "0-based runs of a compressed COCO string (bytes, or an array of them) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
-    starts, lengths = np.empty(len(b) // 2 + 1, np.int64), np.empty(len(b) // 2 + 1, np.int64)
-    m = r = x = j = pos = back1 = back2 = 0                # counts, runs, the number being read, its characters, pixels, counts back
-    for p in range(len(b)):
-        c = np.int64(b[p]) - 48
-        if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
-        x |= (c & 0x1F) << (5 * j); j += 1
-        if not c & 0x20:                                   # the last chunk of a number
-            if c & 0x10: x -= np.int64(1) << (5 * j)
-            count = x + back2 if m > 2 else x
-            if count < 0: return starts[:0], lengths[:0], 0, False
-            if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
-            pos += count
-            back2, back1 = back1, count
-            m += 1; x = 0; j = 0
-    return starts[:r], lengths[:r], pos, j == 0
-
-# %% ../nbs/03_coco.ipynb #d45cc8c2
-def _format_coco_fast(starts, lengths, size):
-    "`_format_coco` in one compiled pass when numba is available"
-    if size is not None and numba_available():
-        b, ok = _runs_coco_chars(starts, lengths, size)
-        if ok: return b.tobytes().decode("ascii")
-    return _format_coco(starts, lengths, size)             # the checks, and their messages
-
-# %% ../nbs/03_coco.ipynb #21319e34
-def _coco_raw(text):
-    "A COCO counts string as the bytes the compiled readers take (numba reads `bytes` as they are); None for anything they leave to the checks (a non-ASCII string, a non-string)"
-    if type(text) is str: return text.encode("ascii") if text.isascii() else None
-    return bytes(text) if isinstance(text, (bytes, bytearray)) else None
-
-def _parse_coco_fast(text, shape):
-    "`_parse_coco` in one compiled pass when numba is available"
-    if (raw := _coco_raw(text)) is not None and numba_available():
-        starts, lengths, total, ok = _coco_runs(raw)
-        if ok and (shape is None or total == math.prod(shape)): return starts, lengths
-    return _parse_coco(text, shape)                        # the checks, and their messages
-
 # %% ../nbs/03_coco.ipynb #e90a564a
 @kernel
 def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask_to_bounds` gives them
@@ -305,6 +241,49 @@ def _encode_coco_fast(mask, order):
     m = as_bool_mask(mask)
     return _bounds_coco_chars(mask_to_bounds(m, order), m.size).tobytes().decode("ascii")
 
+
+# %% ../nbs/03_coco.ipynb #b9371f5a
+@kernel
+def _coco_runs(b):
+    "0-based runs of a compressed COCO string (bytes, or an array of them) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
+    starts, lengths = np.empty(len(b) // 2 + 1, np.int64), np.empty(len(b) // 2 + 1, np.int64)
+    m = r = x = j = pos = back1 = back2 = 0                # counts, runs, the number being read, its characters, pixels, counts back
+    for p in range(len(b)):
+        c = np.int64(b[p]) - 48
+        if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
+        x |= (c & 0x1F) << (5 * j); j += 1
+        if not c & 0x20:                                   # the last chunk of a number
+            if c & 0x10: x -= np.int64(1) << (5 * j)
+            count = x + back2 if m > 2 else x
+            if count < 0: return starts[:0], lengths[:0], 0, False
+            if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
+            pos += count
+            back2, back1 = back1, count
+            m += 1; x = 0; j = 0
+    return starts[:r], lengths[:r], pos, j == 0
+
+# %% ../nbs/03_coco.ipynb #d45cc8c2
+def _format_coco_fast(starts, lengths, size):
+    "`_format_coco` in one compiled pass over the runs' boundaries when numba is available"
+    if size is not None and numba_available():
+        bounds = np.empty(2 * starts.size, np.int64)
+        bounds[0::2], bounds[1::2] = starts, starts + lengths
+        if (lengths > 0).all() and (np.diff(bounds, prepend=0) >= 0).all() and (not bounds.size or bounds[-1] <= size):
+            return _bounds_coco_chars(bounds, size).tobytes().decode("ascii")
+    return _format_coco(starts, lengths, size)             # the checks, and their messages
+
+# %% ../nbs/03_coco.ipynb #21319e34
+def _coco_raw(text):
+    "A COCO counts string as the bytes the compiled readers take (numba reads `bytes` as they are); None for anything they leave to the checks (a non-ASCII string, a non-string)"
+    if type(text) is str: return text.encode("ascii") if text.isascii() else None
+    return bytes(text) if isinstance(text, (bytes, bytearray)) else None
+
+def _parse_coco_fast(text, shape):
+    "`_parse_coco` in one compiled pass when numba is available"
+    if (raw := _coco_raw(text)) is not None and numba_available():
+        starts, lengths, total, ok = _coco_runs(raw)
+        if ok and (shape is None or total == math.prod(shape)): return starts, lengths
+    return _parse_coco(text, shape)                        # the checks, and their messages
 
 # %% ../nbs/03_coco.ipynb #ed53f43e
 @kernel
