@@ -11,8 +11,9 @@
     evaluate, accumulate, summarize), on two sets whose true objects overlap one another (COCO annotations may):
     "coco", 50 images 480x640 x 30 objects x 36 detections, 3 classes, and "crowded", 5 images of 300 objects and
     360 detections. clinseg runs twice: as a student calls it (`coco_average_precision` on the dicts) and through the
-    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All tools in one process, paired rounds (every tool once per round, the order rotated), medians
-    with the min-max range, ratios clinseg / tool per round. Every AP must equal pycocotools' to 1e-12 (clinseg's
+    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All tools in one process, paired rounds (every tool once per round, the order shuffled, seeded), medians
+    with the min-max range, ratios clinseg / tool per round. "Fresh pages" counts the minor page faults of a call: 4 KiB
+    pages the system had to map and zero, because the memory was given back to it (often by the tool before). Every AP must equal pycocotools' to 1e-12 (clinseg's
     on every class and threshold too).
 
 Usage: `python bench/bench_ap.py` (full size; `--only coco`, `--rounds`, `--frames` and friends to narrow it), or
@@ -294,16 +295,19 @@ def cpu_and_wall(tool, gt, dets, rounds):
 
 
 def paired_rounds(tools, gt, dets, rounds):
-    """Every tool once per round, the order rotated each round (A B C, B C A, ...); each call gets fresh copies of the data
-    (COCO's loadRes writes into the results). Returns {tool: [seconds per round]} and the last result of each tool"""
+    """Every tool once per round, the order shuffled each round (seeded), so that no tool always runs right after the same one (which pays for the memory the one before gave back); each call gets fresh copies of the data
+    (COCO's loadRes writes into the results). Returns {tool: [seconds per round]}, the last result of each tool, and
+    {tool: [fresh memory pages (minor page faults) per round]}"""
     import copy, gc
-    times, results = {t: [] for t in tools}, {}
+    times, results, faults = {t: [] for t in tools}, {}, {t: [] for t in tools}
     for r in range(rounds):
-        for t in tools[r % len(tools):] + tools[:r % len(tools)]:
+        for t in np.random.default_rng(r).permutation(tools).tolist():
             g, d = copy.deepcopy(gt), copy.deepcopy(dets)
             gc.collect()
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t0 = time.perf_counter(); results[t] = COCO_TOOLS[t](g, d); times[t].append(time.perf_counter() - t0)
-    return times, results
+            faults[t].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    return times, results, faults
 
 
 def check_agreement(name, results):
@@ -330,16 +334,16 @@ def coco_part(args):
         gt, dets = coco_set(n_img, n_obj, n_det, shape, seed=1)
         n_ann = len(gt["annotations"]); n_crowd = sum(a["iscrowd"] for a in gt["annotations"])
         load0 = os.getloadavg()[0]
-        times, results = paired_rounds(tools, gt, dets, rounds)
+        times, results, faults = paired_rounds(tools, gt, dets, rounds)
         load1 = os.getloadavg()[0]
         print(f"\n{name}: {n_img} images {shape[0]}x{shape[1]}, {n_ann} true objects ({n_crowd} crowd regions; {overlapping_images(gt)} images with "
               f"overlapping objects), {len(dets)} detections, {len(COCO_CLASSES)} classes; load average {load0:.1f} -> {load1:.1f}")
-        print("| tool | ms, median [min-max] | clinseg / tool, median of rounds [min-max] |\n|---|---|---|")
+        print("| tool | ms, median [min-max] | clinseg / tool, median of rounds [min-max] | fresh pages per call, median |\n|---|---|---|---|")
         base = np.array(times["clinseg"])
         for t in tools:
             x = np.array(times[t]); r = base / x
             print(f"| {t} | {1000 * np.median(x):.1f} [{1000 * x.min():.1f}-{1000 * x.max():.1f}] | "
-                  + ("-" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]") + " |")
+                  + ("-" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]") + f" | {np.median(faults[t]):.0f} |")
         print(check_agreement(name, results))
         for t in ("clinseg", "hotcoco"):
             if t in tools:

@@ -20,7 +20,7 @@ Contenders, on the same arrays:
 - naive `2 * (a & b).sum() / (a.sum() + b.sum())`; numpy `2 * count_nonzero(a & b) / (count_nonzero(a) + count_nonzero(b))`;
 - medpy `medpy.metric.binary.dc(a, b)` when medpy is importable (it is not a clinseg dependency).
 Every contender's Dice is checked equal (to 1e-12) before timing. Each round times every contender once, the order
-rotating from round to round; a contender's ratio in a round is its time over the floor's time in that round. The
+shuffled from round to round (seeded), so that no contender always runs right after the same one; a contender's ratio in a round is its time over the floor's time in that round. The
 table gives the median time and the median ratio with its range (min-max) over the rounds.
 """
 import argparse, os, statistics, sys, time
@@ -83,12 +83,12 @@ def contenders():
 
 
 def paired(funcs, a, b, rounds):
-    "Per-round times of every function on (a, b), the order rotating each round"
+    "Per-round times of every function on (a, b), the order shuffled each round"
     names = list(funcs)
     times = {n: [] for n in names}
     for f in funcs.values(): f(a, b)   # warm-up (and the compiled loop's first call)
     for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
+        for n in np.random.default_rng(r).permutation(names).tolist():
             t0 = time.perf_counter(); funcs[n](a, b); times[n].append(time.perf_counter() - t0)
     return times
 

@@ -19,7 +19,7 @@
 2. IoU matrix of 300 x 300 objects on a 1024 x 1024 image: clinseg (label images, runs) versus `pycocotools.mask.iou`
    on the same objects as COCO RLE (with --quick: 60 objects on 256 x 256).
 Every result is checked equal to the peer's before timing (DSB scores to 1e-12, IoU to 1e-12). Each round times every
-contender of a part once, the order rotating from round to round; ratios (peer time / clinseg time) are per round,
+contender of a part once, the order shuffled from round to round (seeded: no contender always runs right after the same one); ratios (peer time / clinseg time) are per round,
 reported as the median with the range (min-max). The real-data part is skipped, with a message, when the data is absent.
 """
 import argparse, csv, os, statistics, sys, time
@@ -38,11 +38,11 @@ BASELINE = DATA / "external" / "3e601b58fe87fa320559d95010dd6e31758c46e8"   # rc
 
 
 def paired(funcs, rounds):
-    "Per-round times of every function, the order rotating each round"
+    "Per-round times of every function, the order shuffled each round"
     names = list(funcs)
     times = {n: [] for n in names}
     for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
+        for n in np.random.default_rng(r).permutation(names).tolist():
             t0 = time.perf_counter(); funcs[n](); times[n].append(time.perf_counter() - t0)
     return times
 

@@ -13,7 +13,8 @@ Every contender goes from the array to text and back, its own layout preparation
   the array (any layout) / `mask.decode`; rlemasklib `encode` / `decode`;
 - start/length text (clinseg only, and the classic idiom: pad, compare neighbours, join to text; decoding splits the
   text and writes each run): row-major NeoPolyp (2-D) or hw2 (3-D), column-major DSB (2-D).
-Timing: rounds of paired measurements (every contender once per round, in turn, the order rotated each round);
+Timing: rounds of paired measurements (every contender once per round, in turn, the order shuffled each round, seeded, so that
+no contender always runs right after the same one);
 each figure is the median over rounds with the min-max range, each ratio (clinseg / peer, below 1 clinseg is faster)
 the median of the per-round ratios with its range. `--quick`: small inputs, a few rounds, and every result checked
 against the peers (identical COCO strings, identical masks back), so a broken benchmark fails.
@@ -103,11 +104,11 @@ def check(m, enc, dec):
 
 
 def paired(fns, rounds, reps):
-    "Times of each function over `rounds` rounds (each the mean of `reps` calls), every function once per round, order rotated"
+    "Times of each function over `rounds` rounds (each the mean of `reps` calls), every function once per round, order shuffled"
     names = list(fns)
     times = {n: [] for n in names}
     for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
+        for n in np.random.default_rng(r).permutation(names).tolist():
             t0 = time.perf_counter()
             for _ in range(reps): fns[n]()
             times[n].append((time.perf_counter() - t0) / reps)

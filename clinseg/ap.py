@@ -61,9 +61,18 @@ def _ap_cityscapes(recall, precision, confidence):
     padded = np.concatenate([[0.], r, r[-1:]])
     return float(p @ ((padded[2:] - padded[:-2]) / 2))
 
+# %% ../nbs/08_ap.ipynb #722bbcd9
+def _sampled_rows(recall, precision):
+    "COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's ranking, a removed prediction repeating the point before it"
+    T, n = recall.shape
+    if not n: return np.zeros((T, RECALL_POINTS.size))
+    env = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]        # a repeated point never raises the envelope of the points it follows
+    at = np.stack([np.searchsorted(r, RECALL_POINTS, side="left") for r in recall])
+    return np.where(at < n, np.take_along_axis(env, np.minimum(at, n - 1), 1), 0.)
+
 # %% ../nbs/08_ap.ipynb #ab61862c
 def _curves(outcome, pr, kept, classes, n_truth, mode):
-    "Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) outcomes"
+    "Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) outcomes, COCO's samples of all thresholds read at once"
     T, N = outcome.shape
     order = np.lexsort((np.arange(N), pr.image, -pr.conf, pr.cls))       # by class, then confidence; ties: image, then submission order
     order = order[kept[order]]
@@ -78,10 +87,13 @@ def _curves(outcome, pr, kept, classes, n_truth, mode):
         nt, conf = int(n_truth[ci]), pr.conf[sel]
         recall = tp / nt if nt else np.zeros(tp.shape)
         precision = safe_ratio(tp, tp + fp)
+        cut = np.concatenate([[0], np.cumsum(used.sum(1))]).tolist()   # every threshold's kept points, row after row
+        r, p, cf = recall[used], precision[used], np.broadcast_to(conf, used.shape)[used]
         for ti in range(T):
-            u = used[ti]
-            curves[c, ti] = PRCurve(recall[ti, u], precision[ti, u], conf[u], nt, mode)
-            per_class[ci, ti] = curves[c, ti].ap
+            a, b = cut[ti], cut[ti + 1]
+            curves[c, ti] = PRCurve(r[a:b], p[a:b], cf[a:b], nt, mode)
+        if not nt: continue                                                # nan: no true objects
+        per_class[ci] = _sampled_rows(recall, precision).mean(1) if mode == "coco101" else [curves[c, ti].ap for ti in range(T)]
     return per_class, curves, rank
 
 # %% ../nbs/08_ap.ipynb #57ad4493

@@ -331,30 +331,30 @@ register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast,
 def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
                     at,  # where each starts, and the end: string k is b[at[k]:at[k + 1]]
                    ):
-    "Runs of every string (the loop of `_coco_runs` once per string): starts, lengths, each string's first run, its pixels, and the first string the format refuses (-1: none)"
+    "Runs of every string (the loop of `_coco_runs` once per string): starts, lengths, each string's first run, its pixels, its pixels set, and the first string the format refuses (-1: none)"
     n = at.size - 1
     starts, lengths = np.empty(b.size // 2 + n, np.int64), np.empty(b.size // 2 + n, np.int64)
-    first, total = np.empty(n + 1, np.int64), np.zeros(n, np.int64)
+    first, total, area = np.empty(n + 1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     r = 0
     for k in range(n):
         first[k] = r
         m = x = j = pos = back1 = back2 = 0
         for p in range(at[k], at[k + 1]):
             c = np.int64(b[p]) - 48
-            if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], first, total, k
+            if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], first, total, area, k
             x |= (c & 0x1F) << (5 * j); j += 1
             if not c & 0x20:                               # the last chunk of a number
                 if c & 0x10: x -= np.int64(1) << (5 * j)
                 count = x + back2 if m > 2 else x
-                if count < 0: return starts[:0], lengths[:0], first, total, k
-                if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
+                if count < 0: return starts[:0], lengths[:0], first, total, area, k
+                if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1; area[k] += count
                 pos += count
                 back2, back1 = back1, count
                 m += 1; x = 0; j = 0
-        if j != 0: return starts[:0], lengths[:0], first, total, k   # the string stops inside a number
+        if j != 0: return starts[:0], lengths[:0], first, total, area, k   # the string stops inside a number
         total[k] = pos
     first[n] = r
-    return starts[:r], lengths[:r], first, total, -1
+    return starts[:r], lengths[:r], first, total, area, -1
 
 # %% ../nbs/03_coco.ipynb #db8b9674
 def _counts_of(rles):
@@ -365,8 +365,8 @@ def _counts_of(rles):
     return [r["counts"] if isinstance(r, dict) else r for r in rles]
 
 # %% ../nbs/03_coco.ipynb #a6a53e07
-def _compiled_coco_rles(rles, counts):
-    "All RLEs' runs end to end and where each RLE's begin, by one call of the compiled reader; None when one needs the vectorised reader (lists of counts, its checks and messages)"
+def _compiled_coco_rles(rles, counts, shapes=None):
+    "All RLEs' runs end to end, where each RLE's begin and its pixels set, by one call of the compiled reader; None when one needs the vectorised reader (lists of counts, its checks and messages)"
     kinds = set(map(type, counts))
     if kinds <= {str}: text, sizes = "".join(counts), list(map(len, counts))
     elif kinds == {bytes}: text, sizes = b"".join(counts), list(map(len, counts))
@@ -379,10 +379,10 @@ def _compiled_coco_rles(rles, counts):
     except UnicodeEncodeError: return None                 # (a length in characters is not one in bytes)
     at = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(sizes, out=at[1:])
-    starts, lengths, first, total, bad = _coco_runs_many(np.frombuffer(b, np.uint8), at)
+    starts, lengths, first, total, area, bad = _coco_runs_many(np.frombuffer(b, np.uint8), at)
     if bad >= 0: return None
-    _check_coco_sizes(rles, total)
-    return starts, lengths, first
+    _check_coco_sizes(rles, total, shapes)
+    return starts, lengths, first, area
 
 # %% ../nbs/03_coco.ipynb #1099fa72
 def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
@@ -391,7 +391,7 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
     rles = list(rles)
     counts = _counts_of(rles)
     if numba_available() and (flat := _compiled_coco_rles(rles, counts)) is not None:
-        starts, lengths, first = flat
+        starts, lengths, first, _ = flat
         f = first.tolist()
         return [(starts[a:b], lengths[a:b]) for a, b in zip(f[:-1], f[1:])]
     out, total = [None] * len(counts), np.zeros(len(rles), np.int64)   # runs, and pixels covered by the counts
@@ -432,25 +432,28 @@ def _coco_sizes(rles):
     return hw, given
 
 # %% ../nbs/03_coco.ipynb #fd4cf138
-def _check_coco_sizes(rles, total):
-    "The counts of every RLE that gives its 'size' must cover exactly height x width pixels"
-    hw, given = _coco_sizes(rles)
+def _check_coco_sizes(rles, total, shapes=None):
+    "The counts of every RLE that gives its 'size' (or of every RLE, when `shapes` gives their sizes) must cover exactly height x width pixels"
+    hw, given = _coco_sizes(rles) if shapes is None else (shapes, True)
     want = hw[:, 0] * hw[:, 1]
     bad = np.flatnonzero(given & (want != total))
     if bad.size:
         k = int(bad[0])
-        raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(rles[k]['size'])} image's {want[k]}")
+        raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(hw[k].tolist() if shapes is not None else rles[k]['size'])} image's {want[k]}")
 
 # %% ../nbs/03_coco.ipynb #3636dbdf
-def coco_rles_to_objects(rles, # COCO RLEs, as `coco_rles_to_runs` takes them
+def coco_rles_to_objects(rles,        # COCO RLEs, as `coco_rles_to_runs` takes them
+                         shapes=None, # (n, 2) height and width of each RLE's image when the caller knows them: the RLEs' own 'size' is then not read
                         ) -> Objects: # object k: RLE k, column-major runs (order "F"), ids 0 .. n-1
-    "Every RLE's runs as one `Objects`, checked as `coco_rles_to_runs` checks them"
+    "Every RLE's runs as one `Objects`, checked as `coco_rles_to_runs` checks them, each object's pixels counted as it is read"
     rles = list(rles)
-    flat = _compiled_coco_rles(rles, _counts_of(rles)) if numba_available() else None
+    if shapes is not None: shapes = np.asarray(shapes, np.int64).reshape(len(rles), 2)
+    flat = _compiled_coco_rles(rles, _counts_of(rles), shapes) if numba_available() else None
     if flat is None:
+        if shapes is not None: rles = [{"counts": c, "size": s} for c, s in zip(_counts_of(rles), shapes.tolist())]
         runs = coco_rles_to_runs(rles)
         n = np.array([s.size for s, _ in runs], np.int64)
         cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
-        flat = cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)])
-    return Objects.from_offsets(*flat, order="F")
+        flat = cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)]), None
+    return Objects.from_offsets(*flat[:3], order="F", area=flat[3])
 

@@ -85,19 +85,19 @@ def _same_size(size, hw):
 def _decoded(seg, shapes, at, ids, what):
     "All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its image's); errors name the record"
     want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
-    try: given, ok = True, (np.array(list(map(itemgetter("size"), seg)), float).reshape(len(seg), 2) == want).all(1)
-    except (KeyError, TypeError, ValueError):
-        given, ok = False, np.array(["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, want.tolist())], bool)
-    if not ok.all():
-        k = int(np.argmin(ok))
-        raise ValueError(f"{what} {k}: size {seg[k]['size']!r}, but image {ids[at[k]]!r} is {want[k][0]}x{want[k][1]}")
-    rles = seg if given else [{"counts": r["counts"], "size": w} for r, w in zip(seg, want.tolist())]
-    try: return coco_rles_to_objects(rles)
+    try: same = list(map(itemgetter("size"), seg)) == want.tolist()   # the usual case, in one comparison: every size given, as its image's
+    except KeyError: same = False
+    if not same:
+        ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, want.tolist())]
+        if not all(ok):
+            k = ok.index(False)
+            raise ValueError(f"{what} {k}: size {seg[k]['size']!r}, but image {ids[at[k]]!r} is {want[k][0]}x{want[k][1]}")
+    try: return coco_rles_to_objects(seg, want)                       # each string read as covering its image
     except RLEError as e: raise ValueError(re.sub(r"^RLE (\d+)", rf"{what} \1", str(e))) from None
 
 # %% ../nbs/08a_coco_eval.ipynb #385efa56
 def _grouped_by_image(o, at, n_img):
-    "Runs of `o` with each image's objects together (stable): starts, lengths, owner within the image, the objects' new order, each image's first object and first run"
+    "Runs of `o` with each image's objects together (stable): starts, lengths, owner (in the new order), the objects' new order, each image's first object and first run"
     by = np.argsort(at, kind="stable")
     s, l, owner = o.starts, o.lengths, o.owner
     if (by != np.arange(by.size)).any():                         # not already grouped: gather each object's runs in the new order
@@ -108,7 +108,7 @@ def _grouped_by_image(o, at, n_img):
         s, l, owner = s[take], l[take], new[owner[take]]
     img_first = np.searchsorted(at[by], np.arange(n_img + 1))
     run_first = np.searchsorted(owner, img_first)
-    return s, l, owner - np.repeat(img_first[:-1], np.diff(run_first)), by, img_first, run_first
+    return s, l, owner, by, img_first, run_first
 
 # %% ../nbs/08a_coco_eval.ipynb #76ad9531
 def _part(gt, name):
@@ -138,14 +138,14 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     anns = _part(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
     o = _decoded(_rles(anns, "annotation"), shapes, at, ids, "annotation")
-    s, l, local, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
+    s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
     cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
     crowd = np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by]
     ann_id = (_numbers(anns, "id", "annotation", True) if all(map(methodcaller("__contains__", "id"), anns)) else np.arange(len(anns)))[by]
     pixels, out = o.areas[by], {}
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
-        objs = Objects(s[ra:rb], l[ra:rb], local[ra:rb], ann_id[a:b], shapes[i], "F", pixels[a:b])
+        objs = Objects(s[ra:rb], l[ra:rb], owner[ra:rb] - a, ann_id[a:b], shapes[i], "F", pixels[a:b])   # (owners within the image)
         out[im] = ImageTruth.checked(shapes[i], objs, cls[a:b], crowd[a:b], area[a:b])
     return out
 

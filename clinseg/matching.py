@@ -194,14 +194,19 @@ def _truth_line(per, offset, classes, min_region):
     count = np.array([len(o) for o in objects], np.int64)
     img, first = np.repeat(np.arange(len(per)), count), np.cumsum(count) - count
     cls, crowd, area = _cat([t.classes for t in per]), _cat([t.crowd for t in per], bool), _cat([o.areas for o in objects])
-    small = ~crowd & (area < min_region) & np.isin(cls, classes)
-    n_runs = np.array([o.starts.size for o in objects], np.int64)
-    ts, tl = _cat([o.starts for o in objects]) + np.repeat(offset, n_runs), _cat([o.lengths for o in objects])
-    obj = _cat([o.owner for o in objects]) + np.repeat(first, n_runs)
-    use = np.isin(cls, classes)[obj]
-    by = np.flatnonzero(use)[np.argsort(ts[use], kind="stable")]
-    ts, tl, obj = ts[by], tl[by], obj[by]
-    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), bool((ts[1:] < (ts + tl)[:-1]).any())
+    evaluated = np.isin(cls, classes)
+    small = ~crowd & (area < min_region) & evaluated
+    ts, tl, obj = _cat([o.starts for o in objects]), _cat([o.lengths for o in objects]), _cat([o.owner for o in objects])
+    bounds = np.cumsum([0] + [o.starts.size for o in objects]).tolist()
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):           # each image's runs moved to its place on the line, in place
+        ts[a:b] += offset[i]; obj[a:b] += first[i]
+    if not evaluated.all():                                             # runs of classes not evaluated leave first
+        use = evaluated[obj]; ts, tl, obj = ts[use], tl[use], obj[use]
+    by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)
+    for x in (ts, tl, obj): np.take(x, by, out=spare, mode="clip"); x[...] = spare   # sorted through one spare array ("clip": no buffer)
+    del by
+    ends = np.add(ts, tl, out=spare)
+    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), bool((ts[1:] < ends[:-1]).any())
 
 # %% ../nbs/07_matching.ipynb #b17c761b
 def _ranges(lo, hi):
@@ -220,9 +225,9 @@ def _meeting_runs(s, l, t, m):
     return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
 
 # %% ../nbs/07_matching.ipynb #17ff1d8c
-def _pair_overlaps(pr, rows, ps, line, n_img, overlapping=False):
+def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
     "(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then object; predictions as positions in `rows`"
-    n, pimg = rows.size, pr.image[rows]
+    n, pimg, ps = rows.size, pr.image[rows], pr.objects.starts + offset[pr.image[pr.objects.owner]]   # the predictions' runs on the truth's line
     pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
     i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
     p, g = pos[pr.objects.owner[i]], line.obj[j]
@@ -294,12 +299,13 @@ def _greedy_batch(ok, iou, counted, crowd, p, g, step, n_obj):
     return (hit, absorbed) if not amb.any() else _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj)
 
 # %% ../nbs/07_matching.ipynb #9a6d3cfb
-def _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_iou):
+def _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou):
     "Every evaluated prediction's overlap with its image's ignore region, grown by the small true objects of its class"
     n_ign = np.array([len(t.ignore[0]) for t in per], np.int64)
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
     shared = np.zeros(rows.size)
     if n_ign.any():
+        ps = pr.objects.starts + offset[pr.image[pr.objects.owner]]
         i, j, ov = runs_overlap(ps, pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
@@ -318,8 +324,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     size = np.array([math.prod(t.shape) for t in per], np.int64)
     offset = np.cumsum(size) - size                                     # each image gets its own stretch of one long line
     line, overlapping = _truth_line(per, offset, classes, min_region)
-    ps = pr.objects.starts + offset[pr.image[pr.objects.owner]]                         # the predictions' runs on the same line
-    p, g, inter, p_first = (_pair_overlaps_compiled if fast else _pair_overlaps)(pr, rows, ps, line, len(per), overlapping)
+    p, g, inter, p_first = (_pair_overlaps_compiled if fast else _pair_overlaps)(pr, rows, offset, line, len(per), overlapping)
     parea, crowd = pr.area[rows], line.crowd[g]
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
     counted = ~line.crowd & ~line.small
@@ -331,7 +336,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
     hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
                      _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
-    region = _region_all(per, pr, rows, ps, offset, line, p, g, inter, classes, ignore_iou)
+    region = _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
@@ -371,22 +376,20 @@ def match_images(truths,      # each image's truth (the fields of `ImageTruth`, 
 
 # %% ../nbs/07_matching.ipynb #fc854ce6
 @kernel
-def _pair_kernel(s, l, owner, pos, t, m, obj, n_obj, cap):
-    "Pixels shared by each evaluated prediction (its runs `s, l` together and sorted, `pos[owner]` its position, -1: skip) and each object it meets (runs `t, m` sorted by start, may overlap; `obj` their object): (position, object, pixels), each pair once"
+def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
+    "Pixels shared by each evaluated prediction and each object of its class it meets: prediction `rows[q]` has runs `first[rows[q]]` .. `first[rows[q] + 1] - 1` of `s, l` (sorted), class `pcls[q]`, its image at `poff[q]` on the objects' line; the object runs `t, m` are sorted by start and may overlap, `obj` their object, `ocls` each object's class: (position q, object, pixels) by position, then object"
     K = t.size
     reach = np.empty(K, np.int64)                           # the furthest end of the object runs up to each one
     far = 0
     for j in range(K):
         far = max(far, t[j] + m[j]); reach[j] = far
-    acc, touched = np.zeros(n_obj, np.int64), np.empty(n_obj, np.int64)
+    acc, touched = np.zeros(ocls.size, np.int64), np.empty(ocls.size, np.int64)
     P, G, I = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)   # pages never written cost no memory
-    n_out, i = 0, 0
-    while i < s.size:
-        o, r1 = owner[i], i
-        while r1 < s.size and owner[r1] == o: r1 += 1
-        n_t, lo = 0, 0
-        for r in range(i, r1 if pos[o] >= 0 else i):            # (no runs for a prediction not evaluated)
-            a, e = s[r], s[r] + l[r]
+    n_out = 0
+    for q in range(rows.size):
+        n_t, lo, c = 0, 0, pcls[q]
+        for r in range(first[rows[q]], first[rows[q] + 1]):
+            a = s[r] + poff[q]; e = a + l[r]
             x, b = lo, 1                                    # galloping from the previous run's place to the first object run at or after a
             while x + b <= K and t[x + b - 1] < a: x += b; b *= 2
             y = min(x + b, K)
@@ -397,33 +400,32 @@ def _pair_kernel(s, l, owner, pos, t, m, obj, n_obj, cap):
             lo = x
             j = lo
             while j < K and t[j] < e:                       # object runs that start inside this run
-                if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
-                acc[obj[j]] += min(e, t[j] + m[j]) - t[j]; j += 1
+                if ocls[obj[j]] == c:
+                    if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
+                    acc[obj[j]] += min(e, t[j] + m[j]) - t[j]
+                j += 1
             j = lo - 1
             while j >= 0 and reach[j] > a:                  # object runs started before it that reach into it
-                if t[j] + m[j] > a:
+                if t[j] + m[j] > a and ocls[obj[j]] == c:
                     if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
                     acc[obj[j]] += min(e, t[j] + m[j]) - a
                 j -= 1
+        touched[:n_t].sort()                                # its objects in order: the pairs come out sorted
         for k in range(n_t):
-            P[n_out], G[n_out], I[n_out] = pos[o], touched[k], acc[touched[k]]; acc[touched[k]] = 0; n_out += 1
-        i = r1
+            P[n_out], G[n_out], I[n_out] = q, touched[k], acc[touched[k]]; acc[touched[k]] = 0; n_out += 1
     return P[:n_out].copy(), G[:n_out].copy(), I[:n_out].copy()
 
 # %% ../nbs/07_matching.ipynb #8a5006a3
-def _pair_overlaps_compiled(pr, rows, ps, line, n_img, overlapping=False):
+def _pair_overlaps_compiled(pr, rows, offset, line, n_img, overlapping=False):
     "`_pair_overlaps` with `_pair_kernel`: the same pairs in the same order"
-    n, (s, l, o) = rows.size, (ps, pr.objects.lengths, pr.objects.owner)
+    s, l, o = pr.objects.starts, pr.objects.lengths, pr.objects.owner
     if o.size > 1 and (o[1:] < o[:-1]).any():                          # each prediction's runs together, as `read_predictions` gives them
         by = pr._grouped[0]; s, l, o = s[by], l[by], o[by]
-    pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
     cells = int(np.bincount(pr.image[rows], minlength=n_img) @ line.count)  # (prediction, object) pairs of the same image: the most there can be
-    if cells > 1 << 24: return _pair_overlaps(pr, rows, ps, line, n_img, overlapping)   # beyond 16 million possible pairs: no room set aside
-    p, g, inter = _pair_kernel(s, l, o, pos, line.starts, line.lengths, line.obj, line.img.size, cells)
-    same = pr.cls[rows][p] == line.cls[g]
-    p, g, inter = p[same], g[same], inter[same]
-    by = np.lexsort((g, p))
-    return p[by], g[by], inter[by], np.searchsorted(pr.image[rows], np.arange(n_img))
+    if cells > 1 << 24: return _pair_overlaps(pr, rows, offset, line, n_img, overlapping)   # beyond 16 million possible pairs: no room set aside
+    first = np.searchsorted(o, np.arange(len(pr) + 1))                 # each prediction's first run
+    p, g, inter = _pair_kernel(s, l, first, rows, pr.cls[rows], offset[pr.image[rows]], line.starts, line.lengths, line.obj, line.cls, cells)
+    return p, g, inter, np.searchsorted(pr.image[rows], np.arange(n_img))
 
 # %% ../nbs/07_matching.ipynb #32a36e5b
 @kernel

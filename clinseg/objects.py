@@ -114,13 +114,13 @@ def _as_ids(ids, n):
     return ids
 
 # %% ../nbs/01a_objects.ipynb #79ff33e7
-def _from_offsets(cls, starts, lengths, offsets, ids=None, shape=None, order="C") -> Objects:
-    "Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1]"
+def _from_offsets(cls, starts, lengths, offsets, ids=None, shape=None, order="C", area=None) -> Objects:
+    "Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1] (`area`: each object's pixels, when the producer counted them)"
     offsets = np.asarray(offsets, np.int64)
     owner = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
     shape = as_shape(shape) if shape is not None else None
     if shape is not None: pixel_axes(order, len(shape))
-    return cls(np.asarray(starts, np.int64), np.asarray(lengths, np.int64), owner, _as_ids(ids, offsets.size - 1), shape, order)
+    return cls(np.asarray(starts, np.int64), np.asarray(lengths, np.int64), owner, _as_ids(ids, offsets.size - 1), shape, order, area)
 
 Objects.from_offsets = classmethod(_from_offsets)
 
