@@ -288,7 +288,8 @@ def _parse_coco_fast(text, shape):
 # %% ../nbs/03_coco.ipynb #ed53f43e
 @kernel
 def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
-               flat, # the mask's pixels in the convention's order, all False
+               flat, # the mask's pixels in the convention's order: all False, or anything when `both`
+               both, # True: write the background runs too (every pixel once)
               ):
     "Set the pixels of the runs of `b` in `flat` as the counts are read: the pixels the counts cover, and ok (False for a string the format refuses, a negative count, or counts past the end of `flat`)"
     n, size = len(b), flat.size
@@ -305,10 +306,11 @@ def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
         if c & 0x10: x -= np.int64(1) << (5 * j)           # the sign bit of the last chunk
         count = x + back2 if m > 2 else x
         if count < 0 or count > size - pos: return pos, False
-        if m % 2 == 1:                                     # a run: set its pixels (a long one with one fill)
-            if count > 16: flat[pos:pos + count] = True
+        if m % 2 == 1 or both:                             # a run (or a gap, when writing both): its pixels, a long one with one fill
+            v = m % 2 == 1
+            if count > 16: flat[pos:pos + count] = v
             else:
-                for q in range(pos, pos + count): flat[q] = True
+                for q in range(pos, pos + count): flat[q] = v
         pos += count
         back2, back1 = back1, count
         m += 1
@@ -317,9 +319,11 @@ def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
 def _decode_coco_fast(text, shape):
     "The pixels of a COCO counts string covering `shape` exactly, in one compiled pass; None leaves the string to `parse_runs`"
     if (raw := _coco_raw(text)) is None or not numba_available(): return None
-    try: flat = np.zeros(math.prod(shape), bool)
+    size = math.prod(shape)
+    both = size >= 128 * len(raw)                          # long runs (a count per 128 pixels or fewer): every pixel written once, no zeroing first
+    try: flat = np.empty(size, bool) if both else np.zeros(size, bool)
     except (MemoryError, ValueError, OverflowError): return None   # an image too large to hold: the checks first, as parse_runs does
-    total, ok = _coco_fill(raw, flat)
+    total, ok = _coco_fill(raw, flat, both)
     return flat if ok and total == flat.size else None
 
 # %% ../nbs/03_coco.ipynb #23acbe87
