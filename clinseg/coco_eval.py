@@ -86,7 +86,7 @@ def _decoded(seg, shapes, at, ids, what):
     "All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its image's); errors name the record"
     want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
     try: same = list(map(itemgetter("size"), seg)) == want.tolist()   # the usual case, in one comparison: every size given, as its image's
-    except KeyError: same = False
+    except (KeyError, TypeError, ValueError): same = False          # (a missing size; sizes as arrays, which compare element by element)
     if not same:
         ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, want.tolist())]
         if not all(ok):

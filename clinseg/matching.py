@@ -202,9 +202,10 @@ def _truth_line(per, offset, classes, min_region):
         ts[a:b] += offset[i]; obj[a:b] += first[i]
     if not evaluated.all():                                             # runs of classes not evaluated leave first
         use = evaluated[obj]; ts, tl, obj = ts[use], tl[use], obj[use]
-    by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)
-    for x in (ts, tl, obj): np.take(x, by, out=spare, mode="clip"); x[...] = spare   # sorted through one spare array ("clip": no buffer)
-    del by
+    by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)         # sorted through one spare array: fresh memory costs page faults
+    ts, spare = np.take(ts, by, out=spare, mode="clip"), ts               # ("clip": no buffer of its own)
+    tl, spare = np.take(tl, by, out=spare, mode="clip"), tl
+    obj, spare = np.take(obj, by, out=spare, mode="clip"), obj
     ends = np.add(ts, tl, out=spare)
     return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), bool((ts[1:] < ends[:-1]).any())
 
