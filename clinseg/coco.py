@@ -306,11 +306,9 @@ def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
         if c & 0x10: x -= np.int64(1) << (5 * j)           # the sign bit of the last chunk
         count = x + back2 if m > 2 else x
         if count < 0 or count > size - pos: return pos, False
-        if m % 2 == 1 or both:                             # a run (or a gap, when writing both): its pixels, a long one with one fill
+        if m % 2 == 1 or both:                             # a run (or a gap, when writing both): its pixels
             v = m % 2 == 1
-            if count > 16: flat[pos:pos + count] = v
-            else:
-                for q in range(pos, pos + count): flat[q] = v
+            for q in range(np.uint64(pos), np.uint64(pos + count)): flat[q] = v   # unsigned: vectorised stores
         pos += count
         back2, back1 = back1, count
         m += 1

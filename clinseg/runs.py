@@ -412,9 +412,7 @@ def _fill_runs(flat, starts, lengths):
     for k in range(starts.size):
         s, l = starts[k], lengths[k]
         if s < end or l <= 0 or s + l > flat.size: return False   # before the previous end (or below 0), empty, or outside
-        if l > 16: flat[s:s + l] = True                   # a long run: one fill
-        else:
-            for p in range(s, s + l): flat[p] = True       # a short one: a few stores
+        for p in range(np.uint64(s), np.uint64(s + l)): flat[p] = True   # unsigned: no check for negative indices, so the stores are vectorised
         end = s + l
     return True
 
