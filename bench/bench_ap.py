@@ -11,10 +11,11 @@
     evaluate, accumulate, summarize), on two sets whose true objects overlap one another (COCO annotations may):
     "coco", 50 images 480x640 x 30 objects x 36 detections, 3 classes, and "crowded", 5 images of 300 objects and
     360 detections. clinseg runs twice: as a student calls it (`coco_average_precision` on the dicts) and through the
-    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All tools in one process, paired rounds (every tool once per round, the order shuffled, seeded), medians
-    with the min-max range, ratios clinseg / tool per round. "Fresh pages" counts the minor page faults of a call: 4 KiB
-    pages the system had to map and zero, because the memory was given back to it (often by the tool before). Every AP must equal pycocotools' to 1e-12 (clinseg's
-    on every class and threshold too).
+    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All
+    tools in one process, paired rounds (every tool once per round, the order shuffled, seeded), medians with the
+    min-max range, ratios clinseg / tool per round. "Fresh pages" counts the minor page faults of a call: 4 KiB pages
+    the system had to map and zero, because the memory was given back to it (often by the tool before). Every AP must
+    equal pycocotools' to 1e-12 (clinseg's on every class and threshold too).
 
 Usage: `python bench/bench_ap.py` (full size; `--only coco`, `--rounds`, `--frames` and friends to narrow it), or
 `python bench/bench_ap.py --quick` (seconds, small inputs, still checking the APs agree: CI runs it).
@@ -295,8 +296,9 @@ def cpu_and_wall(tool, gt, dets, rounds):
 
 
 def paired_rounds(tools, gt, dets, rounds):
-    """Every tool once per round, the order shuffled each round (seeded), so that no tool always runs right after the same one (which pays for the memory the one before gave back); each call gets fresh copies of the data
-    (COCO's loadRes writes into the results). Returns {tool: [seconds per round]}, the last result of each tool, and
+    """Every tool once per round, the order shuffled each round (seeded), so that no tool always runs right after the
+    same one (which pays for the memory the one before gave back); each call gets fresh copies of the data (COCO's
+    loadRes writes into the results). Returns {tool: [seconds per round]}, the last result of each tool, and
     {tool: [fresh memory pages (minor page faults) per round]}"""
     import copy, gc
     times, results, faults = {t: [] for t in tools}, {}, {t: [] for t in tools}

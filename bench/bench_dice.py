@@ -20,8 +20,9 @@ Contenders, on the same arrays:
 - naive `2 * (a & b).sum() / (a.sum() + b.sum())`; numpy `2 * count_nonzero(a & b) / (count_nonzero(a) + count_nonzero(b))`;
 - medpy `medpy.metric.binary.dc(a, b)` when medpy is importable (it is not a clinseg dependency).
 Every contender's Dice is checked equal (to 1e-12) before timing. Each round times every contender once, the order
-shuffled from round to round (seeded), so that no contender always runs right after the same one; a contender's ratio in a round is its time over the floor's time in that round. The
-table gives the median time and the median ratio with its range (min-max) over the rounds.
+shuffled from round to round (seeded), so that no contender always runs right after the same one; a contender's ratio
+in a round is its time over the floor's time in that round. The table gives the median time and the median ratio with
+its range (min-max) over the rounds.
 """
 import argparse, os, statistics, sys, time
 from pathlib import Path

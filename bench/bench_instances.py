@@ -19,8 +19,9 @@
 2. IoU matrix of 300 x 300 objects on a 1024 x 1024 image: clinseg (label images, runs) versus `pycocotools.mask.iou`
    on the same objects as COCO RLE (with --quick: 60 objects on 256 x 256).
 Every result is checked equal to the peer's before timing (DSB scores to 1e-12, IoU to 1e-12). Each round times every
-contender of a part once, the order shuffled from round to round (seeded: no contender always runs right after the same one); ratios (peer time / clinseg time) are per round,
-reported as the median with the range (min-max). The real-data part is skipped, with a message, when the data is absent.
+contender of a part once, the order shuffled from round to round (seeded: no contender always runs right after the
+same one); ratios (peer time / clinseg time) are per round, reported as the median with the range (min-max). The
+real-data part is skipped, with a message, when the data is absent.
 """
 import argparse, csv, os, statistics, sys, time
 from pathlib import Path

@@ -13,11 +13,11 @@ Every contender goes from the array to text and back, its own layout preparation
   the array (any layout) / `mask.decode`; rlemasklib `encode` / `decode`;
 - start/length text (clinseg only, and the classic idiom: pad, compare neighbours, join to text; decoding splits the
   text and writes each run): row-major NeoPolyp (2-D) or hw2 (3-D), column-major DSB (2-D).
-Timing: rounds of paired measurements (every contender once per round, in turn, the order shuffled each round, seeded, so that
-no contender always runs right after the same one);
-each figure is the median over rounds with the min-max range, each ratio (clinseg / peer, below 1 clinseg is faster)
-the median of the per-round ratios with its range. `--quick`: small inputs, a few rounds, and every result checked
-against the peers (identical COCO strings, identical masks back), so a broken benchmark fails.
+Timing: rounds of paired measurements (every contender once per round, in turn, the order shuffled each round,
+seeded, so that no contender always runs right after the same one); each figure is the median over rounds with the
+min-max range, each ratio (clinseg / peer, below 1 clinseg is faster) the median of the per-round ratios with its
+range. `--quick`: small inputs, a few rounds, and every result checked against the peers (identical COCO strings,
+identical masks back), so a broken benchmark fails.
 """
 import argparse, math, os, platform, sys, time
 from importlib.metadata import version
