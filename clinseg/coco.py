@@ -318,7 +318,7 @@ def _decode_coco_fast(text, shape):
     "The pixels of a COCO counts string covering `shape` exactly, in one compiled pass; None leaves the string to `parse_runs`"
     if (raw := _coco_raw(text)) is None or not numba_available(): return None
     size = math.prod(shape)
-    both = size >= 128 * len(raw)                          # long runs (a count per 128 pixels or fewer): every pixel written once, no zeroing first
+    both = 128 * len(raw) <= size <= 1 << 22               # long runs (a character per 128 pixels or fewer) in a mask of up to 4 MiB: every pixel written once, no zeroing first
     try: flat = np.empty(size, bool) if both else np.zeros(size, bool)
     except (MemoryError, ValueError, OverflowError): return None   # an image too large to hold: the checks first, as parse_runs does
     total, ok = _coco_fill(raw, flat, both)
