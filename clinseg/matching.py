@@ -225,10 +225,15 @@ def _meeting_runs(s, l, t, m):
     i, j = np.concatenate([i1, a[at2]]), np.concatenate([b[at], j2])
     return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
 
+# %% ../nbs/07_matching.ipynb #3e6c4a0d
+def _line_starts(pr, offset):
+    "The predictions' run starts on the truth's line: each image's runs moved to its stretch of it"
+    return pr.objects.starts + offset[pr.image[pr.objects.owner]]
+
 # %% ../nbs/07_matching.ipynb #17ff1d8c
 def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
     "(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then object; predictions as positions in `rows`"
-    n, pimg, ps = rows.size, pr.image[rows], pr.objects.starts + offset[pr.image[pr.objects.owner]]   # the predictions' runs on the truth's line
+    n, pimg, ps = rows.size, pr.image[rows], _line_starts(pr, offset)
     pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
     i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
     p, g = pos[pr.objects.owner[i]], line.obj[j]
@@ -306,8 +311,7 @@ def _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou):
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
     shared = np.zeros(rows.size)
     if n_ign.any():
-        ps = pr.objects.starts + offset[pr.image[pr.objects.owner]]
-        i, j, ov = runs_overlap(ps, pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
+        i, j, ov = runs_overlap(_line_starts(pr, offset), pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
     if line.small.any():                                                # add the small objects of each prediction's class
