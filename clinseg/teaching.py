@@ -179,10 +179,10 @@ def leaks(notebook, answers=()):
 
 # %% ../nbs/00_teaching.ipynb #e6917778
 import re
-_QUARTO_LINK = re.compile(r'\[source\]\(([^)\s]*)\)\{[^}]*\}')
+_SOURCE_LINK = re.compile(r'\[source\]\([^)\s]*\)(\{[^}]*\})?')
 
 class DocRenderer:
-    "nbdev's show_doc entry without Quarto-only link attributes (nbdev is imported only when an entry is shown)"
+    "nbdev's show_doc entry without its source link (nbdev is imported only when an entry is shown)"
     def __init__(self, sym, name=None, title_level=3):
         from nbdev.showdoc import BasicMarkdownRenderer
         self._inner = BasicMarkdownRenderer(sym, name=name, title_level=title_level)
@@ -192,6 +192,4 @@ class DocRenderer:
         return getattr(self._inner, name)
 
     def _repr_markdown_(self):
-        md = self._inner._repr_markdown_()
-        link = lambda m: "" if m.group(1).endswith("#LNone") else f"[source]({m.group(1)})"
-        return _QUARTO_LINK.sub(link, md)
+        return _SOURCE_LINK.sub("", self._inner._repr_markdown_())

@@ -42,10 +42,13 @@ def _rel(p):
 
 
 # ---------------------------------------------------------------- which notebooks, which pages
+ANSWER_KEYS = 'exercises'               # nbs/exercises/: the teacher's answer keys, tested but never published
+
 def find_notebooks(nbs):
-    "Notebooks nbdev would process (nbglob: `_`/`.` files and folders skipped), chapters then tutorials, by file name"
+    """Notebooks nbdev would process (nbglob: `_`/`.` files and folders skipped), chapters then tutorials, by file
+    name; the answer keys are left out (the site shows the student edition's text)"""
     from nbdev.doclinks import nbglob
-    nbs_ = [p.resolve() for p in nbglob(nbs, as_path=True)]
+    nbs_ = [p.resolve() for p in nbglob(nbs, as_path=True) if Path(p).resolve().relative_to(nbs.resolve()).parts[0] != ANSWER_KEYS]
     return sorted(nbs_, key=lambda p: (len(p.relative_to(nbs).parts) > 1, str(p.relative_to(nbs))))
 
 def page_of(nb, nbs):
@@ -261,10 +264,14 @@ def rendered_docs(nb):
 
 
 # ---------------------------------------------------------------- README (GitHub markdown) from the processed index
-def readme_text(nb, fm, src, nbs):
-    "README.md: the notebook's markdown as is, code as ```python blocks, text outputs as ``` blocks"
+def readme_text(nb, fm, src, nbs, pages, doc_url):
+    """README.md: the notebook's markdown as is, code as ```python blocks, text outputs as ``` blocks; links to
+    notebooks and nbdev's links to an API entry's page point at the notebooks in the repository"""
     nb_dir = src.parent.relative_to(nbs.parent).as_posix()
-    relink = lambda s: _re_md_link.sub(lambda m: f'{m.group(1)}{nb_dir}/{m.group(2)}{m.group(3) or ""}{m.group(4)}', s)
+    page_nb = {page: nb.relative_to(nbs.parent).as_posix() for nb, page in pages.items()}
+    own = re.compile(r'\[`([^`\]]+)`\]\(' + re.escape(doc_url) + r'([^)#\s]*)\.html(?:#[^)\s]*)?\)')
+    own_link = lambda m: f'[`{m.group(1)}`]({page_nb[m.group(2)]})' if m.group(2) in page_nb else f'`{m.group(1)}`'
+    relink = lambda s: own.sub(own_link, _re_md_link.sub(lambda m: f'{m.group(1)}{nb_dir}/{m.group(2)}{m.group(3) or ""}{m.group(4)}', s))
     parts = [README_NOTE]
     if fm.get('title'): parts.append(f"# {fm['title']}")
     if fm.get('description'): parts.append(f"> {fm['description']}")
@@ -304,7 +311,7 @@ def build_notebook(job):
         api = exported_names(nb)
         shell = execute(nb, src, skip_flags)
         nb, fm, warns = process(nb, src, shell)
-        readme = readme_text(copy.deepcopy(nb), fm, src, nbs) if want_readme else None
+        readme = readme_text(copy.deepcopy(nb), fm, src, nbs, pages, doc_url) if want_readme else None
         rewrite_links(nb, link_rewriter(page, pages, src, nbs, doc_url))
         title = fm.get('title') or src.stem
         head = [f'# {title}'] + ([f'{{.lead}}\n{fm["description"]}'] if fm.get('description') else [])

@@ -45,9 +45,7 @@ html_theme_options = {
     'show_navbar_depth': 1,
     'show_toc_level': 2,
     'use_download_button': False,
-    'repository_url': _cfg['git_url'],
-    'use_repository_button': True,
-    'path_to_docs': _cfg.get('nbs_path', 'nbs'),
+    'use_repository_button': False,     # the project has no public host to link to
     'navigation_with_keys': False,
     'navbar_persistent': [],    # pydata-sphinx-theme 0.20 would add a second search bar above the book's layout
 }
