@@ -56,7 +56,10 @@ mathjax_path = 'mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full'
 mathjax2_config = {
     'tex2jax': {'inlineMath': [['\\(', '\\)']], 'displayMath': [['\\[', '\\]']],
                 'processEscapes': True, 'processClass': 'math|output_area', 'ignoreClass': 'tex2jax_ignore|mathjax_ignore'},
-    'HTML-CSS': {'availableFonts': [], 'webFont': 'STIX-Web', 'imageFont': None},
+    # MathJax's blank spacing font is `url('about:blank')`, which browsers refuse to load (three console errors a page):
+    # a local() font is looked up on the machine only, and never fetched
+    'HTML-CSS': {'availableFonts': [], 'webFont': 'STIX-Web', 'imageFont': None,
+                 'styles': {'@font-face': {'font-family': 'MathJax_Blank', 'src': "local('MathJax_Blank')"}}},
     'MathMenu': {'showLocale': False},
     'messageStyle': 'none',
 }
