@@ -24,13 +24,15 @@ __all__ = ['AIRBUS_SHAPE', 'AIRBUS_CONVENTION', 'COMPETITION', 'read_airbus_solu
 AIRBUS_SHAPE = (768, 768)   # every image, train and test (height, width)
 
 AIRBUS_CONVENTION = Convention("airbus", "F", 1, empty="field",
-                               note="Airbus Ship Detection 2018: column-major, 1-based, one row per ship, a blank field for no ship")
+                               note="Airbus Ship Detection 2018: column-major, 1-based, one row per ship, a blank "
+                                    "field for no ship")
 
 # %% ../../nbs/competitions/airbus.ipynb #d31e4e76
 def read_airbus_solution(source,     # `train_ship_segmentations_v2.csv` or a file of its layout (path or text stream)
                          comp=None,  # the `Competition` (default: this module's)
                         ) -> Solution:
-    "Ids, the fixed 768×768 shape and usage of an Airbus labels file, checked; raises `SubmissionError` listing its problems"
+    ("Ids, the fixed 768×768 shape and usage of an Airbus labels file, checked; raises `SubmissionError` listing its "
+     "problems")
     comp = COMPETITION if comp is None else comp
     report, shapes, usage, prev, contiguous = Report(source_name(source)), {}, {}, None, True
     present = ()
@@ -38,10 +40,12 @@ def read_airbus_solution(source,     # `train_ship_segmentations_v2.csv` or a fi
         for lines, rows, present in csv_chunks(src, ("ImageId", "EncodedPixels"), report, ("Usage",)):
             for line, row in zip(lines, rows):
                 i, u = row[0], row[2] if present else None
-                if present and u not in USAGES: report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")
+                if present and u not in USAGES:
+                    report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")
                 if i in shapes:
                     if i != prev: contiguous = False
-                    if present and usage[i] != u: report.add(line, "Usage", f"image {i} is {usage[i]} in an earlier row, {u} here")
+                    if present and usage[i] != u:
+                        report.add(line, "Usage", f"image {i} is {usage[i]} in an earlier row, {u} here")
                 shapes.setdefault(i, comp.shape); usage.setdefault(i, u); prev = i
     if not report.ok: raise SubmissionError(report)
     if not shapes: report.add(None, None, "the solution has no rows"); raise SubmissionError(report)
@@ -52,14 +56,16 @@ def _airbus_ships(pred, what, scores=None):
     "0-based column-major runs of every ship of one image, overlaps resolved (first or highest-scoring mask wins)"
     if isinstance(pred, np.ndarray) and pred.dtype != bool and pred.ndim == 2: return label_to_runs(pred, "F")[1]
     if isinstance(pred, np.ndarray) and pred.dtype == bool:
-        raise ValueError(f"{what}: a boolean image does not say which pixel is which ship: pass a label image (e.g. from scipy.ndimage.label) or a list of masks")
+        raise ValueError(f"{what}: a boolean image does not say which pixel is which ship: pass a label image (e.g. "
+                         "from scipy.ndimage.label) or a list of masks")
     masks = [np.asarray(m, bool) for m in pred]
     if scores is not None:
         if len(scores) != len(masks): raise ValueError(f"{what}: {len(scores)} scores for {len(masks)} masks")
         masks = [masks[k] for k in np.argsort(-np.asarray(scores, float), kind="stable")]
     runs, claimed = [], None
     for m in masks:
-        if m.shape != AIRBUS_SHAPE: raise ValueError(f"{what}: a mask of shape {m.shape}, Airbus images are {AIRBUS_SHAPE}")
+        if m.shape != AIRBUS_SHAPE:
+            raise ValueError(f"{what}: a mask of shape {m.shape}, Airbus images are {AIRBUS_SHAPE}")
         claimed = np.zeros(m.shape, bool) if claimed is None else claimed
         own = m & ~claimed
         claimed |= own
@@ -69,11 +75,13 @@ def _airbus_ships(pred, what, scores=None):
 # %% ../../nbs/competitions/airbus.ipynb #65a2f9fc
 def _airbus_rows(f, image_id, runs, tail=""):
     "One row per ship, or one blank row"
-    for s, l in runs or [(np.zeros(0, np.int64),) * 2]: f.write(f"{image_id},{format_runs(s, l, AIRBUS_CONVENTION)}{tail}\n")
+    for s, l in runs or [(np.zeros(0, np.int64),) * 2]:
+        f.write(f"{image_id},{format_runs(s, l, AIRBUS_CONVENTION)}{tail}\n")
 
 # %% ../../nbs/competitions/airbus.ipynb #71de393f
 def write_airbus(path, predictions, scores=None, overwrite=False):
-    "Airbus submission from {image id: label image or list of masks}: one row per ship, a blank row for none; overlaps: the first (or best-scoring) mask wins"
+    ("Airbus submission from {image id: label image or list of masks}: one row per ship, a blank row for none; "
+     "overlaps: the first (or best-scoring) mask wins")
     with new_file(path, overwrite) as f:
         f.write("ImageId,EncodedPixels\n")
         for i, pred in predictions.items():
@@ -83,10 +91,13 @@ def write_airbus(path, predictions, scores=None, overwrite=False):
 
 # %% ../../nbs/competitions/airbus.ipynb #aa56dc98
 def write_airbus_solution(path, truth, usage=None, overwrite=False):
-    "Labels in the layout of `train_ship_segmentations_v2.csv` from {image id: label image}, with a Usage column when `usage` is given"
+    ("Labels in the layout of `train_ship_segmentations_v2.csv` from {image id: label image}, with a Usage column when "
+     "`usage` is given")
     with new_file(path, overwrite) as f:
         f.write("ImageId,EncodedPixels" + (",Usage" if usage is not None else "") + "\n")
-        for i, t in truth.items(): _airbus_rows(f, i, _airbus_ships(np.asarray(t, np.int32), f"image {i}"), f",{usage[i]}" if usage is not None else "")
+        for i, t in truth.items():
+            _airbus_rows(f, i, _airbus_ships(np.asarray(t, np.int32), f"image {i}"),
+                         f",{usage[i]}" if usage is not None else "")
 
 # %% ../../nbs/competitions/airbus.ipynb #ce8f7a40
 def f2_items(comp, items, options) -> list[dict]:
@@ -117,11 +128,13 @@ def _ship_scene(rng, ships):
         yy, xx = np.mgrid[int(cy) - e:int(cy) + e + 1, int(cx) - e:int(cx) + e + 1]
         u = (xx - cx) * np.cos(ang) + (yy - cy) * np.sin(ang)
         v = -(xx - cx) * np.sin(ang) + (yy - cy) * np.cos(ang)
-        hull = (np.abs(u) <= length / 2) & (np.abs(v) <= width / 2 * np.clip((length / 2 - np.abs(u)) / width * 2.5, 0, 1) ** 0.5)
+        taper = np.clip((length / 2 - np.abs(u)) / width * 2.5, 0, 1) ** 0.5    # the hull narrows at both ends
+        hull = (np.abs(u) <= length / 2) & (np.abs(v) <= width / 2 * taper)
         box = labels[yy[0, 0]:yy[-1, 0] + 1, xx[0, 0]:xx[0, -1] + 1]
         if hull.sum() < 30 or box[np.abs(u) <= length / 2 + 3].any(): continue  # ships a few pixels apart
         box[hull] = labels.max() + 1
-        image[yy[0, 0]:yy[-1, 0] + 1, xx[0, 0]:xx[0, -1] + 1][hull] = rng.uniform(0.55, 0.85) + rng.normal(0, 0.03, (int(hull.sum()), 3))
+        shade = rng.uniform(0.55, 0.85) + rng.normal(0, 0.03, (int(hull.sum()), 3))
+        image[yy[0, 0]:yy[-1, 0] + 1, xx[0, 0]:xx[0, -1] + 1][hull] = shade
     return np.clip(image, 0, 1), labels
 
 # %% ../../nbs/competitions/airbus.ipynb #183b3d8a
@@ -143,7 +156,8 @@ class AirbusDataset:
     def solution(self): return self.root / "test_ship_segmentations_v2.csv"
     @property
     def sample_submission(self): return self.root / "sample_submission_v2.csv"
-    def __repr__(self): return f"AirbusDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+    def __repr__(self):
+        return f"AirbusDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/airbus.ipynb #a4ace7bb
 def airbus_dataset(folder,        # where to write the layout
@@ -188,12 +202,14 @@ def airbus_baseline(image,          # (768, 768, 3) uint8 RGB
 def _demo(folder, seed):
     "Six test images (two without ship) scored against the generator's test labels"
     ds = airbus_dataset(folder / "data", n_train=2, n_test=6, seed=seed)
-    write_airbus(folder / "submission.csv", {i: airbus_baseline(read_airbus_image(ds.test_dir / i)) for i in ds.test_ids})
+    write_airbus(folder / "submission.csv",
+                 {i: airbus_baseline(read_airbus_image(ds.test_dir / i)) for i in ds.test_ids})
     return ds.root, ds.solution, folder / "submission.csv"
 
 # %% ../../nbs/competitions/airbus.ipynb #0ff339ea
 COMPETITION = Competition(
-    "airbus", "Airbus Ship Detection Challenge 2018", AIRBUS_CONVENTION, ("ImageId", "EncodedPixels"), "ImageId", "EncodedPixels",
+    "airbus", "Airbus Ship Detection Challenge 2018", AIRBUS_CONVENTION, ("ImageId", "EncodedPixels"), "ImageId",
+    "EncodedPixels",
     id_pattern=r"[0-9a-f]{9}\.jpg", id_example="00002bd58.jpg", id_rule="9 hex digits and .jpg",
     per_image=True, solution_columns=("ImageId", "EncodedPixels"), shape=AIRBUS_SHAPE, disjoint=True, missing="error",
     object_name="ship", options=("thresholds", "empty"), score_items=f2_items, read_solution=read_airbus_solution,

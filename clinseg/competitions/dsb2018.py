@@ -14,7 +14,8 @@ from ..dice import overlap_image
 from ..rle import encode, format_runs
 from ..instances import iou_matrix, label_to_runs, connected_objects
 from ..dsb_metric import dsb_image_score, synthetic_nuclei
-from ..imageio import DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
+from ..imageio import (DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples,
+                             write_image)
 from ..submission import Competition
 from ..scoring import instance_items, new_file
 
@@ -31,7 +32,7 @@ class DSBSample:
     image: np.ndarray         # (H, W, 4) uint8 RGBA as stored
     labels: np.ndarray | None # int32 (H, W): 0 background, k the k-th mask file in name order; None without masks
     mask_files: list          # the mask files, in label order
-    overlaps: list            # (mask file, mask file, shared pixels) of every overlapping pair (their pixels go to the first)
+    overlaps: list            # (file, file, shared pixels) of every overlapping pair (their pixels go to the first)
 
     @property
     def rgb(self) -> np.ndarray: return self.image[..., :3]
@@ -48,17 +49,22 @@ def _dsb_rgba(path):
     what = "the sample's image (images/<id>.png)"
     mode, a = read_image(path, what)
     if mode == "RGBA" and a.ndim == 3: return a
-    if mode in ("RGB", "L", "LA", "P"): return read_image(path, what, convert="RGBA")[1]   # not DSB's format, but unambiguous
+    if mode in ("RGB", "L", "LA", "P"):
+        return read_image(path, what, convert="RGBA")[1]   # not DSB's format, but unambiguous
     raise DatasetError(f"{path}: mode {mode!r} is not an 8-bit colour image (DSB images are RGBA PNGs)")
 
 # %% ../../nbs/competitions/dsb2018.ipynb #254871d0
 def _dsb_mask(path, shape):
     mode, a = read_image(path, "a nucleus mask")
-    if a.ndim != 2: raise DatasetError(f"{path}: a mask must be one 8-bit channel (mode 'L'), this one is mode {mode!r} with shape {a.shape}")
-    if a.shape != shape: raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
+    if a.ndim != 2:
+        raise DatasetError(f"{path}: a mask must be one 8-bit channel (mode 'L'), this one is mode {mode!r} with shape "
+                           f"{a.shape}")
+    if a.shape != shape:
+        raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
     values = np.unique(a)
     if not (set(values.tolist()) <= {0, 255} or set(values.tolist()) <= {0, 1}):
-        raise DatasetError(f"{path}: not a binary mask: values {values[:6].tolist()}{' ...' if values.size > 6 else ''} (expected 0 and 255)")
+        raise DatasetError(f"{path}: not a binary mask: values "
+                           f"{values[:6].tolist()}{' ...' if values.size > 6 else ''} (expected 0 and 255)")
     if not values[-1]: raise DatasetError(f"{path}: the mask is empty (no nucleus pixel)")
     return a > 0
 
@@ -73,8 +79,10 @@ def read_dsb_sample(folder,        # a sample folder `<id>/` holding `images/<id
     image = _dsb_rgba(folder / "images" / f"{folder.name}.png")
     mdir = folder / "masks"
     if masks is False or (masks == "auto" and not mdir.exists()): return DSBSample(folder.name, image, None, [], [])
-    if not need_file(mdir, "one PNG per nucleus").is_dir(): raise DatasetError(f"{mdir}: is a file, expected a folder of mask PNGs")
-    files = sorted(p for p in mdir.iterdir() if p.suffix.lower() == ".png")   # '.PNG' too: a mask left out would be a nucleus lost
+    if not need_file(mdir, "one PNG per nucleus").is_dir():
+        raise DatasetError(f"{mdir}: is a file, expected a folder of mask PNGs")
+    # '.PNG' too: a mask left out would be a nucleus lost
+    files = sorted(p for p in mdir.iterdir() if p.suffix.lower() == ".png")
     if not files: raise DatasetError(f"{mdir}: no mask PNG in this folder")
     labels = np.zeros(image.shape[:2], np.int32)
     runs = []
@@ -83,7 +91,8 @@ def read_dsb_sample(folder,        # a sample folder `<id>/` holding `images/<id
         runs.append(mask_to_runs(m))
         labels[m & (labels == 0)] = k           # the first mask keeps shared pixels
     i, j, shared = find_overlaps(runs)
-    return DSBSample(folder.name, image, labels, files, [(files[a], files[b], int(s)) for a, b, s in zip(i.tolist(), j.tolist(), shared.tolist())])
+    pairs = zip(i.tolist(), j.tolist(), shared.tolist())
+    return DSBSample(folder.name, image, labels, files, [(files[a], files[b], int(s)) for a, b, s in pairs])
 
 # %% ../../nbs/competitions/dsb2018.ipynb #b811d707
 _DSB_SHAPES = ((256, 256), (256, 320), (260, 347))
@@ -112,7 +121,8 @@ def write_dsb_sample(folder,   # the split's folder (e.g. `stage1_train`): the s
     if labels is not None:
         ids, runs = label_to_runs(np.asarray(labels))
         for k in ids.tolist():
-            write_image(d / "masks" / f"{hex_id('mask', image_id, k)}.png", np.where(labels == k, 255, 0).astype(np.uint8))
+            write_image(d / "masks" / f"{hex_id('mask', image_id, k)}.png",
+                        np.where(labels == k, 255, 0).astype(np.uint8))
     return d
 
 # %% ../../nbs/competitions/dsb2018.ipynb #a43508f3
@@ -133,7 +143,8 @@ class DSBDataset:
     def solution(self): return self.root / "stage1_solution.csv"
     @property
     def sample_submission(self): return self.root / "stage1_sample_submission.csv"
-    def __repr__(self): return f"DSBDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+    def __repr__(self):
+        return f"DSBDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/dsb2018.ipynb #5dabae0d
 def dsb_dataset(folder,               # where to write the stage-1 layout
@@ -150,7 +161,8 @@ def dsb_dataset(folder,               # where to write the stage-1 layout
     for k, split in split_samples(n_train, n_test):
         shape, style = tuple(shapes[k % len(shapes)]), styles[k % len(styles)]
         i = hex_id("clinseg-dsb", seed, k)
-        grey, labels = synthetic_nuclei(shape, max(1, round(nuclei * shape[0] * shape[1] / 65536)), seed=seed * 1000 + k)
+        grey, labels = synthetic_nuclei(shape, max(1, round(nuclei * shape[0] * shape[1] / 65536)),
+                                        seed=seed * 1000 + k)
         write_dsb_sample(root / f"stage1_{split}", i, _dsb_rgba_of(grey, style), labels if split == "train" else None)
         truth[i], style_of[i] = labels, style
         ids[split].append(i)
@@ -160,7 +172,8 @@ def dsb_dataset(folder,               # where to write the stage-1 layout
     with open(root / "stage1_train_labels.csv", "w", newline="") as f:
         f.write("ImageId,EncodedPixels\n" + "".join(f"{i},{r}\n" for i, r, _ in rows("train")))
     with open(root / "stage1_solution.csv", "w", newline="") as f:
-        f.write("ImageId,EncodedPixels,Height,Width,Usage\n" + "".join(f"{i},{r},{h},{w},Public\n" for i, r, (h, w) in rows("test")))
+        f.write("ImageId,EncodedPixels,Height,Width,Usage\n" + "".join(f"{i},{r},{h},{w},Public\n"
+                                                                       for i, r, (h, w) in rows("test")))
     with open(root / "stage1_sample_submission.csv", "w", newline="") as f:
         f.write("ImageId,EncodedPixels\r\n" + "".join(f"{i},1 1\r\n" for i in ids["test"]))
     return DSBDataset(root, ids["train"], ids["test"], truth, style_of)
@@ -174,7 +187,8 @@ def _dsb_objects(pred, what, scores=None):
     if scores is not None:
         if len(scores) != len(masks): raise ValueError(f"{what}: {len(scores)} scores for {len(masks)} masks")
         masks = [masks[k] for k in np.argsort(-np.asarray(scores, float), kind="stable")]
-    if len({m.shape for m in masks}) > 1: raise ValueError(f"{what}: masks of different shapes {sorted({m.shape for m in masks})}")
+    if len({m.shape for m in masks}) > 1:
+        raise ValueError(f"{what}: masks of different shapes {sorted({m.shape for m in masks})}")
     runs, claimed = [], None
     for m in masks:
         if claimed is None: claimed = np.zeros(m.shape, bool)
@@ -185,7 +199,8 @@ def _dsb_objects(pred, what, scores=None):
 
 # %% ../../nbs/competitions/dsb2018.ipynb #f8c5e91b
 def write_dsb(path, predictions, scores=None, overwrite=False):
-    "DSB 2018 submission from {image id: instance label image or list of masks}; overlaps: the first (or best-scoring) mask wins"
+    ("DSB 2018 submission from {image id: instance label image or list of masks}; overlaps: the first (or "
+     "best-scoring) mask wins")
     with new_file(path, overwrite) as f:
         f.write("ImageId,EncodedPixels\n")
         for i, pred in predictions.items():
@@ -240,8 +255,10 @@ def _demo(folder, seed):
 # %% ../../nbs/competitions/dsb2018.ipynb #b58c1444
 COMPETITION = Competition(
     "dsb2018", "2018 Data Science Bowl", "dsb2018", ("ImageId", "EncodedPixels"), "ImageId", "EncodedPixels",
-    id_pattern=r"[0-9a-f]{64}", id_example="0114f484a16c152baa2d82fdd43740880a762c93f436c8988ac461c5c9dbe7d5", id_rule="64 hex digits",
-    per_image=True, solution_columns=("ImageId", "EncodedPixels", "Height", "Width", "Usage"), disjoint=True, missing="warning",
+    id_pattern=r"[0-9a-f]{64}", id_example="0114f484a16c152baa2d82fdd43740880a762c93f436c8988ac461c5c9dbe7d5",
+    id_rule="64 hex digits",
+    per_image=True, solution_columns=("ImageId", "EncodedPixels", "Height", "Width", "Usage"), disjoint=True,
+    missing="warning",
     object_name="nucleus", options=("thresholds", "empty"), score_items=instance_items,
     write_submission=write_dsb, write_solution=write_dsb_solution, demo=_demo, checks=("overlaps",))
 
@@ -251,7 +268,8 @@ def dsb_match_scene(x=34,           # column of the moved predicted nucleus's ce
                     radius=10,      # its radius, pixels
                     shape=(64, 96), # (height, width) of the image
                    ) -> tuple:      # (truth, pred): int32 instance label images
-    "Two true nuclei; two predicted: the second a little off its nucleus, the first a disc at (`y`, `x`) that keeps the pixels it covers"
+    ("Two true nuclei; two predicted: the second a little off its nucleus, the first a disc at (`y`, `x`) that keeps "
+     "the pixels it covers")
     yy, xx = np.ogrid[:shape[0], :shape[1]]
     disc = lambda cy, cx, r: (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
     truth, pred = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
@@ -264,33 +282,43 @@ def plot_dsb_match(truth,       # true instance label image (2-D)
                    pred,        # predicted instance label image
                    title=None,  # text above the picture
                   ):            # the matplotlib figure
-    "The overlap of true and predicted nuclei with each prediction's best IoU, and TP / (TP + FP + FN) at each threshold"
+    ("The overlap of true and predicted nuclei with each prediction's best IoU, and TP / (TP + FP + FN) at each "
+     "threshold")
     import matplotlib.pyplot as plt
     r, (iou, _, pids) = dsb_image_score(truth, pred), iou_matrix(truth, pred)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.4), width_ratios=[1.25, 1])
     ax.imshow(overlap_image(pred > 0, truth > 0), interpolation="nearest")
-    for k, p in enumerate(pids.tolist()):
+    box = dict(boxstyle="round,pad=0.2", facecolor="white", alpha=0.8, linewidth=0)
+    for k, p in enumerate(pids.tolist()):          # a number on the nucleus: two labels never cover each other
         cy, cx = np.argwhere(pred == p).mean(0)
-        ax.text(cx, cy, f"IoU {iou[:, k].max():.2f}", ha="center", va="center", fontsize=8)
-    ax.set_xticks([]); ax.set_yticks([]); ax.set_title(title or "green: both, blue: truth only, orange: prediction only", fontsize=9)
+        ax.text(cx, cy, str(k + 1), ha="center", va="center", fontsize=8, fontweight="bold", bbox=box)
+    ious = ";  ".join(f"{k + 1}: {iou[:, k].max():.2f}" for k in range(len(pids)))
+    ax.set_xticks([]); ax.set_yticks([])
+    ax.set_xlabel(f"best IoU of each predicted nucleus   {ious}", fontsize=8)
+    ax.set_title(title or "green: both, blue: truth only, orange: prediction only", fontsize=9)
     ax2.bar(r.thresholds, r.precision, width=0.035, color="0.6")
-    for t, a, b, c, p in zip(r.thresholds, r.tp, r.fp, r.fn, r.precision): ax2.text(t, p + 0.02, f"{a}/{b}/{c}", ha="center", fontsize=7)
+    for t, a, b, c, p in zip(r.thresholds, r.tp, r.fp, r.fn, r.precision):   # upright: wider than a bar when flat
+        ax2.text(t, p + 0.02, f"{a}/{b}/{c}", ha="center", va="bottom", rotation=90, fontsize=7)
     ax2.axhline(r.score, ls=":", color="C0")
-    ax2.set(xlabel="IoU threshold t (a match needs IoU > t)", ylabel="TP / (TP + FP + FN)", ylim=(0, 1.12), xticks=r.thresholds)
-    ax2.tick_params(axis="x", labelsize=7)
-    ax2.set_title(f"image score {r.score:.3f} (dotted); above each bar TP/FP/FN", fontsize=9)
+    ax2.set(xlabel="IoU threshold t (a match needs IoU > t)", ylabel="TP / (TP + FP + FN)", ylim=(0, 1.3),
+            xticks=r.thresholds, yticks=np.linspace(0, 1, 6))
+    ax2.tick_params(axis="x", labelsize=7, labelrotation=45)
+    ax2.set_title(f"image score {r.score:.3f} (dotted)\nabove each bar: TP/FP/FN", fontsize=9)
     fig.tight_layout()
     return fig
 
 # %% ../../nbs/competitions/dsb2018.ipynb #2032b2d3
 def dsb_match_explorer(shape=(64, 96), # (height, width) of the scene
                       ):               # an ipywidgets VBox: x, y and radius sliders, the numbers, the drawing
-    "Widget: move a predicted nucleus over a true one and watch its IoU, TP / FP / FN at each threshold and the image score"
+    ("Widget: move a predicted nucleus over a true one and watch its IoU, TP / FP / FN at each threshold and the image "
+     "score")
     import ipywidgets as w
     import matplotlib.pyplot as plt
-    x = w.IntSlider(34, 0, shape[1] - 1, description="x")
-    y = w.IntSlider(32, 0, shape[0] - 1, description="y")
-    radius = w.IntSlider(10, 1, 20, description="radius")
+    def look(): return dict(style={"description_width": "initial"},        # each label at its own width
+                            layout=w.Layout(width="260px", margin="2px 16px 2px 0"))
+    x = w.IntSlider(34, 0, shape[1] - 1, description="x", **look())
+    y = w.IntSlider(32, 0, shape[0] - 1, description="y", **look())
+    radius = w.IntSlider(10, 1, 20, description="radius", **look())
     numbers = w.HTML()
     def draw(x, y, radius):
         truth, pred = dsb_match_scene(x, y, radius, shape)
@@ -301,4 +329,6 @@ def dsb_match_explorer(shape=(64, 96), # (height, width) of the scene
         fig = plot_dsb_match(truth, pred)
         plt.show(); plt.close(fig)
     out = w.interactive_output(draw, dict(x=x, y=y, radius=radius))
-    return w.VBox([w.HBox([x, y, radius]), numbers, out])
+    # a narrow page wraps them, never overlaps
+    controls = w.HBox([x, y, radius], layout=w.Layout(flex_flow="row wrap"))
+    return w.VBox([controls, numbers, out])

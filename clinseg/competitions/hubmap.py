@@ -38,13 +38,16 @@ HUBMAP_INFO = "HuBMAP-20-dataset_information.csv"
 
 # %% ../../nbs/competitions/hubmap.ipynb #5a3d33e9
 def read_hubmap_sizes(path) -> dict:
-    "{id: (height, width)} from HuBMAP-20-dataset_information.csv (columns image_file, width_pixels, height_pixels; others ignored)"
+    ("{id: (height, width)} from HuBMAP-20-dataset_information.csv (columns image_file, width_pixels, height_pixels; "
+     "others ignored)")
     report, sizes = Report(source_name(path)), {}
     with CSVSource(path) as src:
-        for lines, rows, _ in csv_chunks(src, ("image_file", "width_pixels", "height_pixels"), report, optional=(), others=()):
+        for lines, rows, _ in csv_chunks(src, ("image_file", "width_pixels", "height_pixels"), report, optional=(),
+                                         others=()):
             for line, (name, w, h) in zip(lines, rows):
                 i = Path(name).stem
-                if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0): report.add(line, "width_pixels/height_pixels", f"{w!r} x {h!r} is not an image size"); continue
+                if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
+                    report.add(line, "width_pixels/height_pixels", f"{w!r} x {h!r} is not an image size"); continue
                 if i in sizes: report.add(line, "image_file", f"{name} appears again"); continue
                 sizes[i] = (int(h), int(w))
     if not report.ok: raise SubmissionError(report)
@@ -55,8 +58,11 @@ def _solution_files(source):
     "(train.csv, the information file beside it) of a folder or of the train.csv path"
     p = Path(source)
     csv_path = p / "train.csv" if p.is_dir() else p
-    for f, what in [(csv_path, "the training labels (id,encoding)"), (csv_path.parent / HUBMAP_INFO, "the image sizes")]:
-        if not f.is_file(): raise FileNotFoundError(f"{f}: no such file ({what}; a HuBMAP solution is train.csv with {HUBMAP_INFO} beside it)")
+    for f, what in [(csv_path, "the training labels (id,encoding)"), (csv_path.parent / HUBMAP_INFO,
+                                                                      "the image sizes")]:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: no such file ({what}; a HuBMAP solution is train.csv with {HUBMAP_INFO} "
+                                    "beside it)")
     return csv_path, csv_path.parent / HUBMAP_INFO
 
 # %% ../../nbs/competitions/hubmap.ipynb #83c16b02
@@ -69,14 +75,16 @@ def _read_truth(csv_path, sizes, report):
             offsets, starts, lengths, errors = parse_many([r[1] for r in rows], "hubmap", shapes)
             for k, (line, (i, _)) in enumerate(zip(lines, rows)):
                 if i not in sizes: report.add(line, "id", f"{i!r} has no size in {HUBMAP_INFO}")
-                elif i in out: report.add(line, "id", f"{i} appears again (first at row {out[i][0]}): one row per slide")
+                elif i in out:
+                    report.add(line, "id", f"{i} appears again (first at row {out[i][0]}): one row per slide")
                 elif k in errors: report.add(line, "encoding", errors[k])
                 else: out[i] = (line, starts[offsets[k]:offsets[k + 1]], lengths[offsets[k]:offsets[k + 1]])
     return out
 
 # %% ../../nbs/competitions/hubmap.ipynb #801e6adb
 def read_hubmap_solution(source, comp) -> Solution:
-    "The HuBMAP solution: train.csv (`id,encoding`) with the sizes from HuBMAP-20-dataset_information.csv beside it (give the folder or train.csv)"
+    ("The HuBMAP solution: train.csv (`id,encoding`) with the sizes from HuBMAP-20-dataset_information.csv beside it "
+     "(give the folder or train.csv)")
     csv_path, info = _solution_files(source)
     sizes, report = read_hubmap_sizes(info), Report(source_name(csv_path))
     truth = _read_truth(csv_path, sizes, report)
@@ -88,40 +96,49 @@ def read_hubmap_solution(source, comp) -> Solution:
 def hubmap_truth(sol, only=None):
     "(id, `Objects`: the slide's one mask) of every slide of train.csv, in file order"
     report = Report(source_name(sol.source))
-    for i, (row, s, l) in _read_truth(sol.source, read_hubmap_sizes(Path(sol.source).parent / HUBMAP_INFO), report).items():
-        if only is None or i in only: yield i, Objects.from_offsets(s, l, np.array([0, s.size], np.int64), [row], sol.shapes[i], "F")
+    for i, (row, s, l) in _read_truth(sol.source, read_hubmap_sizes(Path(sol.source).parent / HUBMAP_INFO),
+                                      report).items():
+        if only is None or i in only:
+            yield i, Objects.from_offsets(s, l, np.array([0, s.size], np.int64), [row], sol.shapes[i], "F")
     if not report.ok: raise SubmissionError(report)
 
 # %% ../../nbs/competitions/hubmap.ipynb #52e8f58f
 def _hubmap_runs(pred, what):
-    "0-based column-major runs and the shape (None for runs) of one slide's mask, or of its runs given as (starts, lengths)"
+    ("0-based column-major runs and the shape (None for runs) of one slide's mask, or of its runs given as (starts, "
+     "lengths)")
     if isinstance(pred, tuple) and len(pred) == 2 and np.ndim(pred[0]) == 1: return merge_touching_runs(*pred), None
     m = np.asarray(pred)
-    if m.ndim != 2: raise ValueError(f"{what}: expected a 2-D mask or (starts, lengths) runs, got an array of shape {m.shape}")
+    if m.ndim != 2:
+        raise ValueError(f"{what}: expected a 2-D mask or (starts, lengths) runs, got an array of shape {m.shape}")
     return mask_to_runs(m > 0, "F"), m.shape
 
 # %% ../../nbs/competitions/hubmap.ipynb #8b717721
 def write_hubmap(path, predictions, overwrite=False):
-    "HuBMAP submission `id,predicted` from {id: boolean mask, or 0-based column-major (starts, lengths)}: one row per slide"
+    ("HuBMAP submission `id,predicted` from {id: boolean mask, or 0-based column-major (starts, lengths)}: one row per "
+     "slide")
     with new_file(path, overwrite) as f:
         f.write("id,predicted\n")
-        for i, pred in predictions.items(): f.write(f"{i},{format_runs(*_hubmap_runs(pred, f'slide {i}')[0], 'hubmap')}\n")
+        for i, pred in predictions.items():
+            f.write(f"{i},{format_runs(*_hubmap_runs(pred, f'slide {i}')[0], 'hubmap')}\n")
 
 # %% ../../nbs/competitions/hubmap.ipynb #118bf147
 def write_hubmap_solution(path, truth, usage=None, overwrite=False):
-    "A solution folder: train.csv and HuBMAP-20-dataset_information.csv, from {id: mask, or ((starts, lengths), (height, width))}"
+    ("A solution folder: train.csv and HuBMAP-20-dataset_information.csv, from {id: mask, or ((starts, lengths), "
+     "(height, width))}")
     if usage is not None: raise ValueError("train.csv has no Usage column: score with every slide")
     root = dataset_root(path)
     with new_file(root / "train.csv", overwrite) as f, new_file(root / HUBMAP_INFO, overwrite) as g:
         f.write("id,encoding\n"); g.write("image_file,width_pixels,height_pixels\n")
         for i, t in truth.items():
-            (s, l), shape = (merge_touching_runs(*t[0]), tuple(t[1])) if isinstance(t, tuple) else _hubmap_runs(t, f"slide {i}")
+            if isinstance(t, tuple): (s, l), shape = merge_touching_runs(*t[0]), tuple(t[1])
+            else: (s, l), shape = _hubmap_runs(t, f"slide {i}")
             f.write(f"{i},{format_runs(s, l, 'hubmap')}\n"); g.write(f"{i}.tiff,{shape[1]},{shape[0]}\n")
     return root
 
 # %% ../../nbs/competitions/hubmap.ipynb #b8f4655f
 def faulty_rle_encode_less_memory(img) -> str:
-    "TEACHING ONLY: the kernels' `rle_encode_less_memory`: column-major, 1-based, but the first and last pixel forced to 0"
+    ("TEACHING ONLY: the kernels' `rle_encode_less_memory`: column-major, 1-based, but the first and last pixel forced "
+     "to 0")
     pixels = np.asarray(img).T.flatten()              # flatten copies: the caller's array is left alone
     pixels[0] = 0; pixels[-1] = 0
     runs = np.where(pixels[1:] != pixels[:-1])[0] + 2
@@ -141,7 +158,8 @@ def glomeruli_runs(shape,    # (height, width) of the slide
     dx = np.arange(k.size) - np.repeat(np.cumsum(2 * span + 1) - (2 * span + 1), 2 * span + 1) - span[k]
     x = np.round(c[k, 1]).astype(np.int64) + dx
     half = np.sqrt(np.maximum(r[k] ** 2 - dx ** 2, 0))
-    y0, y1 = np.maximum(np.ceil(c[k, 0] - half), 0).astype(np.int64), np.minimum(np.floor(c[k, 0] + half), h - 1).astype(np.int64)
+    y0 = np.maximum(np.ceil(c[k, 0] - half), 0).astype(np.int64)
+    y1 = np.minimum(np.floor(c[k, 0] + half), h - 1).astype(np.int64)
     ok = (x >= 0) & (x < w) & (y1 >= y0)
     return merge_touching_runs(x[ok] * h + y0[ok], (y1 - y0 + 1)[ok])
 
@@ -172,10 +190,12 @@ class HuBMAPDataset:
     truth: dict      # id -> 0-based column-major runs (starts, lengths)
     shapes: dict     # id -> (height, width)
     def image(self, i): return self.root / ("train" if i in self.train_ids else "test") / f"{i}.tiff"
-    def __repr__(self): return f"HuBMAPDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test slides)"
+    def __repr__(self):
+        return f"HuBMAPDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test slides)"
 
 # %% ../../nbs/competitions/hubmap.ipynb #b57b02b0
-def hubmap_dataset(folder, n_train=2, n_test=1, shapes=((900, 1300), (1100, 800)), glomeruli=12, seed=0) -> HuBMAPDataset:
+def hubmap_dataset(folder, n_train=2, n_test=1, shapes=((900, 1300), (1100, 800)), glomeruli=12,
+                   seed=0) -> HuBMAPDataset:
     "Write a small synthetic HuBMAP Kidney dataset in the competition's layout (TIFF slides, train.csv, sizes apart)"
     root, truth, sizes, ids = dataset_root(folder), {}, {}, {"train": [], "test": []}
     for k, split in split_samples(n_train, n_test):
@@ -185,8 +205,10 @@ def hubmap_dataset(folder, n_train=2, n_test=1, shapes=((900, 1300), (1100, 800)
         ids[split].append(i)
     write_hubmap_solution(root, {i: (truth[i], sizes[i]) for i in ids["train"]}, overwrite=True)
     with open(root / HUBMAP_INFO, "w", newline="") as g:   # the information file lists every slide, test ones too
-        g.write("image_file,width_pixels,height_pixels\n" + "".join(f"{i}.tiff,{w},{h}\n" for i, (h, w) in sizes.items()))
-    with open(root / "sample_submission.csv", "w", newline="") as f: f.write("id,predicted\n" + "".join(f"{i},\n" for i in ids["test"]))
+        g.write("image_file,width_pixels,height_pixels\n" + "".join(f"{i}.tiff,{w},{h}\n"
+                                                                    for i, (h, w) in sizes.items()))
+    with open(root / "sample_submission.csv", "w", newline="") as f:
+        f.write("id,predicted\n" + "".join(f"{i},\n" for i in ids["test"]))
     return HuBMAPDataset(root, ids["train"], ids["test"], truth, sizes)
 
 # %% ../../nbs/competitions/hubmap.ipynb #aa34465c
@@ -202,7 +224,8 @@ def hubmap_baseline(rgb, threshold=150, window=7, min_pixels=300) -> np.ndarray:
 def _demo(folder, seed):
     "Three generated slides of two sizes, the baseline against train.csv (sizes from the information file)"
     ds = hubmap_dataset(folder / "data", n_train=3, n_test=0, seed=seed)
-    write_hubmap(folder / "submission.csv", {i: hubmap_baseline(read_image(ds.image(i), "a HuBMAP slide")[1]) for i in ds.train_ids})
+    slides = {i: read_image(ds.image(i), "a HuBMAP slide")[1] for i in ds.train_ids}
+    write_hubmap(folder / "submission.csv", {i: hubmap_baseline(rgb) for i, rgb in slides.items()})
     return ds.root, ds.root, folder / "submission.csv"
 
 # %% ../../nbs/competitions/hubmap.ipynb #1bee4347

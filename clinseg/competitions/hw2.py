@@ -32,7 +32,8 @@ def write_hw2_solution(path, truth, usage=None, overwrite=False):
         f.write("encode,pixel_value,Shape" + (",Usage" if usage is not None else "") + "\n")
         for i, t in truth.items():
             a = np.asarray(t)
-            f.write(f"{i},{encode(a != 0, 'hw2')},{'x'.join(map(str, a.shape))}" + (f",{usage[i]}" if usage is not None else "") + "\n")
+            f.write(f"{i},{encode(a != 0, 'hw2')},{'x'.join(map(str, a.shape))}"
+                    + (f",{usage[i]}" if usage is not None else "") + "\n")
 
 # %% ../../nbs/competitions/hw2.ipynb #7cdc62c8
 def ct_baseline(hu,            # HU volume (slice, row, column)
@@ -41,7 +42,8 @@ def ct_baseline(hu,            # HU volume (slice, row, column)
     "Lung tumour as the holes of the lung mask: soft tissue surrounded by lung, slice by slice"
     from scipy import ndimage as ndi
     hu = np.asarray(hu)
-    in_plane = np.zeros((3, 3, 3), bool); in_plane[1] = ndi.generate_binary_structure(2, 1)   # fill holes slice by slice
+    in_plane = np.zeros((3, 3, 3), bool)
+    in_plane[1] = ndi.generate_binary_structure(2, 1)   # fill holes slice by slice
     body = ndi.binary_fill_holes(hu > -500, structure=in_plane)
     lung = (hu < air) & body
     return ndi.binary_fill_holes(lung, structure=in_plane) & ~lung
@@ -58,7 +60,8 @@ def hw2_dataset(folder,        # where to write: `data/<id>/` DICOM folders, the
     for k in range(n):
         ph = ct_phantom(folder / "data", shape=shape, seed=seed * 10 + k, tumour_radius=16.0 + 4 * k)
         phantoms[ph.dicom_dir.name] = ph
-    truth = {i: series_to_nifti_order(align_label(ph.label_path, read_dicom_series(ph.dicom_dir))) for i, ph in phantoms.items()}
+    truth = {i: series_to_nifti_order(align_label(ph.label_path, read_dicom_series(ph.dicom_dir)))
+             for i, ph in phantoms.items()}
     write_hw2_solution(folder / "solution.csv", truth)
     return phantoms
 
@@ -74,5 +77,6 @@ def _demo(folder, seed):
 COMPETITION = Competition(
     "hw2", "CT homework", "hw2", ("encode", "pixel_value"), "encode", "pixel_value",
     id_pattern=r"[0-9a-z]{32}", id_example="0u7or1fr6v6sblk1mrahwaz9xeuro7p4", id_rule="32 characters 0-9 a-z",
-    solution_columns=("encode", "pixel_value", "Shape"), shape_columns=("Shape",), item="volume", score_items=dice_items,
+    solution_columns=("encode", "pixel_value", "Shape"), shape_columns=("Shape",), item="volume",
+    score_items=dice_items,
     write_submission=write_hw2, write_solution=write_hw2_solution, demo=_demo)

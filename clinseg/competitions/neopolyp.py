@@ -23,9 +23,9 @@ __all__ = ['COMPETITION', 'neopolyp_mask_labels', 'read_neopolyp_image', 'read_n
 _CHANNEL_ORDERS = ("RGB", "BGR")
 
 def neopolyp_mask_labels(mask,            # (H, W, 3) colour mask array
-                         channels="RGB",  # the array's channel order: 'RGB' (Pillow, imageio) or 'BGR' (OpenCV's imread)
+                         channels="RGB",  # channel order: 'RGB' (Pillow, imageio) or 'BGR' (OpenCV's imread)
                          threshold=128,   # a channel counts as on above this value (absorbs JPEG noise)
-                        ) -> np.ndarray:  # uint8 class labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
+                        ) -> np.ndarray:  # uint8 labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
     "Class labels of a NeoPolyp colour mask array whose channel order is given explicitly"
     if channels not in _CHANNEL_ORDERS: raise ValueError(f"channels must be 'RGB' or 'BGR', not {channels!r}")
     a = np.asarray(mask)
@@ -37,7 +37,8 @@ def read_neopolyp_image(path, # a NeoPolyp image (`train/train/<id>.jpeg` or `te
                        ) -> np.ndarray: # (H, W, 3) uint8 RGB
     "Read a NeoPolyp image as RGB"
     mode, a = read_image(path, "a NeoPolyp image")
-    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp images are RGB")
+    if mode != "RGB" or a.ndim != 3:
+        raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp images are RGB")
     return a
 
 # %% ../../nbs/competitions/neopolyp.ipynb #f58f9aa2
@@ -47,7 +48,8 @@ def read_neopolyp_mask(path,          # a NeoPolyp mask (`train_gt/train_gt/<id>
                       ) -> np.ndarray:# uint8 class labels: 0 background, 1 neoplastic, 2 non-neoplastic
     "Read a NeoPolyp RGB JPEG mask into a class label image (Pillow reads RGB: no channel swap needed)"
     mode, a = read_image(path, "a NeoPolyp mask")
-    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp masks are RGB colour images (red, green)")
+    if mode != "RGB" or a.ndim != 3:
+        raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: NeoPolyp masks are RGB colour images (red, green)")
     if shape is not None and a.shape[:2] != tuple(shape):
         raise DatasetError(f"{path}: mask is {a.shape[0]}×{a.shape[1]}, the image is {shape[0]}×{shape[1]}")
     return neopolyp_mask_labels(a, "RGB", threshold)
@@ -65,7 +67,7 @@ def _blob(shape, cy, cx, r, rng):
 def synthetic_polyp_image(shape=(288, 384), # (height, width)
                           n_polyps=2,       # polyps drawn (classes at random)
                           seed=0,           # random seed
-                         ) -> tuple[np.ndarray, np.ndarray]: # RGB uint8 image; class labels (0, 1 neoplastic, 2 non-neoplastic)
+                         ) -> tuple[np.ndarray, np.ndarray]: # RGB uint8 image; labels 0, 1 neoplastic, 2 other
     "A synthetic colonoscopy frame and its class label image"
     rng = np.random.default_rng(seed)
     h, w = shape
@@ -106,7 +108,8 @@ class NeoPolypDataset:
     def mask(self, i): return self.root / "train_gt" / "train_gt" / f"{i}.jpeg"
     @property
     def sample_submission(self): return self.root / "sample_submission.csv"
-    def __repr__(self): return f"NeoPolypDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+    def __repr__(self):
+        return f"NeoPolypDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/neopolyp.ipynb #5400c970
 _NEOPOLYP_SHAPES = ((288, 384), (240, 320), (300, 360))   # image sizes of the generated dataset, used in turn
@@ -125,7 +128,8 @@ def neopolyp_dataset(folder,                # where to write the Kaggle layout
         i = hex_id("clinseg-neopolyp", seed, k, n=32)
         img, lab = synthetic_polyp_image(tuple(shapes[k % len(shapes)]), 1 + k % 2, seed * 1000 + k)
         write_image(root / f"{split}/{split}" / f"{i}.jpeg", img, quality=quality)
-        if split == "train": write_image(root / "train_gt/train_gt" / f"{i}.jpeg", neopolyp_mask_rgb(lab), quality=quality)
+        if split == "train":
+            write_image(root / "train_gt/train_gt" / f"{i}.jpeg", neopolyp_mask_rgb(lab), quality=quality)
         truth[i] = lab; ids[split].append(i)
     with open(root / "sample_submission.csv", "w", newline="") as f:
         f.write("Id,Expected\n" + "".join(f"{i}_{c},1 1\n" for i in ids["test"] for c in (0, 1)))
@@ -153,8 +157,11 @@ def _neopolyp_labels(mask, what):
     a = np.asarray(mask)
     if a.ndim == 3: return neopolyp_classes(a)
     if a.ndim != 2 or a.dtype.kind not in "biu":
-        raise ValueError(f"{what}: expected a class-label image (0, 1, 2) or an RGB mask, got {a.dtype} of shape {a.shape}")
-    if a.dtype == bool: raise ValueError(f"{what}: a boolean mask has no class: pass labels 0 background, 1 neoplastic, 2 non-neoplastic")
+        raise ValueError(f"{what}: expected a class-label image (0, 1, 2) or an RGB mask, got {a.dtype} of shape "
+                         f"{a.shape}")
+    if a.dtype == bool:
+        raise ValueError(f"{what}: a boolean mask has no class: pass labels 0 background, 1 neoplastic, 2 "
+                         "non-neoplastic")
     bad = np.setdiff1d(np.unique(a), [0, *NEOPOLYP_CLASSES.values()])
     if bad.size: raise ValueError(f"{what}: label {bad[0]} is not 0 (background), 1 (neoplastic) or 2 (non-neoplastic)")
     return a
@@ -171,13 +178,15 @@ def write_neopolyp(path, masks, sizes=None, overwrite=False):
 
 # %% ../../nbs/competitions/neopolyp.ipynb #f534871d
 def write_neopolyp_solution(path, truth, usage=None, overwrite=False):
-    "A NeoPolyp solution (`Id,Expected,Height,Width`, and `Usage` when given) from {image stem: class labels or RGB mask} at the original size"
+    ("A NeoPolyp solution (`Id,Expected,Height,Width`, and `Usage` when given) from {image stem: class labels or RGB "
+     "mask} at the original size")
     with new_file(path, overwrite) as f:
         f.write("Id,Expected,Height,Width" + (",Usage" if usage is not None else "") + "\n")
         for i, t in truth.items():
             lab = _neopolyp_labels(t, f"image {i}")
             u = f",{usage[i]}" if usage is not None else ""
-            for k, v in NEOPOLYP_CLASSES.items(): f.write(f"{i}_{k},{encode(lab == v, 'neopolyp')},{lab.shape[0]},{lab.shape[1]}{u}\n")
+            size = f"{lab.shape[0]},{lab.shape[1]}"
+            for k, v in NEOPOLYP_CLASSES.items(): f.write(f"{i}_{k},{encode(lab == v, 'neopolyp')},{size}{u}\n")
 
 # %% ../../nbs/competitions/neopolyp.ipynb #730ee3d9
 def neopolyp_baseline(rgb,              # (H, W, 3) uint8 RGB image
@@ -204,13 +213,15 @@ def _demo(folder, seed):
     npd = neopolyp_dataset(folder / "data", n_train=6, n_test=0, seed=seed)
     images = {i: read_neopolyp_image(npd.image(i)) for i in npd.train_ids}
     write_neopolyp_solution(folder / "solution.csv", {i: read_neopolyp_mask(npd.mask(i)) for i in npd.train_ids})
-    write_neopolyp(folder / "submission.csv", {i: neopolyp_baseline(im) for i, im in images.items()}, sizes={i: im.shape[:2] for i, im in images.items()})
+    write_neopolyp(folder / "submission.csv", {i: neopolyp_baseline(im) for i, im in images.items()},
+                   sizes={i: im.shape[:2] for i, im in images.items()})
     return npd.root, folder / "solution.csv", folder / "submission.csv"
 
 # %% ../../nbs/competitions/neopolyp.ipynb #23e63c2a
 COMPETITION = Competition(
     "neopolyp", "BKAI-IGH NeoPolyp", "neopolyp", ("Id", "Expected"), "Id", "Expected",
-    id_pattern=r"[0-9a-f]{32}_[01]", id_example="8395e56a6d9ba9d45c3dbc695325ded4_0", id_rule="32 hex digits, then _0 or _1",
+    id_pattern=r"[0-9a-f]{32}_[01]", id_example="8395e56a6d9ba9d45c3dbc695325ded4_0",
+    id_rule="32 hex digits, then _0 or _1",
     solution_columns=("Id", "Expected", "Height", "Width"), item="(image, class) pair", score_items=dice_items,
     write_submission=write_neopolyp, write_solution=write_neopolyp_solution, demo=_demo)
 
@@ -219,7 +230,8 @@ def graded_labels(prediction,   # class labels (0, 1, 2) at the model's working 
                   shape,        # the image's (height, width)
                   resize=True,  # resize back (nearest neighbour) before encoding; False: encode as it is
                  ) -> np.ndarray: # the class labels the grader reads, on the image's grid
-    "The class labels the grader reads from a prediction: resized back to `shape`, or its runs laid on the image's rows as they are"
+    ("The class labels the grader reads from a prediction: resized back to `shape`, or its runs laid on the image's "
+     "rows as they are")
     p = _neopolyp_labels(prediction, "prediction")
     if resize: return resize_nearest(p, shape)
     out = np.zeros(tuple(int(x) for x in shape), np.uint8)

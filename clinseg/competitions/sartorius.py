@@ -29,10 +29,12 @@ __all__ = ['SARTORIUS_SHAPE', 'SARTORIUS_CONVENTION', 'SARTORIUS_TEXT_CONVENTION
 SARTORIUS_SHAPE = (520, 704)   # every image (height, width): 704 wide, 520 high
 
 SARTORIUS_CONVENTION = Convention("sartorius", "C", 1, empty="field",
-                                  note="Sartorius 2021 as graded: row-major (the text says column-major), 1-based, a blank field for no prediction")
+                                  note="Sartorius 2021 as graded: row-major (the text says column-major), 1-based, a "
+                                       "blank field for no prediction")
 
 SARTORIUS_TEXT_CONVENTION = Convention("sartorius_text", "F", 1, empty="field",
-                                       note="Sartorius 2021 as its Evaluation page words it: column-major (scored 0.0000 on the leaderboard)")
+                                       note="Sartorius 2021 as its Evaluation page words it: column-major (scored "
+                                            "0.0000 on the leaderboard)")
 
 # %% ../../nbs/competitions/sartorius.ipynb #121ba2b1
 def sartorius_textbook(truth,       # list of boolean masks of the true cells (they may overlap)
@@ -40,7 +42,8 @@ def sartorius_textbook(truth,       # list of boolean masks of the true cells (t
                        thresholds=tuple(k / 20 for k in range(10, 20)),  # IoU thresholds (a match needs IoU > t)
                        empty=1.0,   # score of an image with no true and no predicted cell
                       ) -> float:
-    "One image's score as the DSB reference code `precision_at` computes it: IoU of every pair, then TP/(TP+FP+FN) per threshold"
+    ("One image's score as the DSB reference code `precision_at` computes it: IoU of every pair, then TP/(TP+FP+FN) "
+     "per threshold")
     if not truth and not pred: return float(empty)
     iou = np.array([[(a & b).sum() / (a | b).sum() for b in pred] for a in truth]).reshape(len(truth), len(pred))
     scores = []
@@ -56,7 +59,8 @@ def _fractions(thresholds):
     "IoU thresholds as exact fractions in [0.5, 1): the decimal each float was written as"
     if thresholds is None: return DSB_THRESHOLDS
     out = tuple(t if isinstance(t, Fraction) else Fraction(repr(float(t))) for t in np.ravel(thresholds).tolist())
-    if not out or any(not Fraction(1, 2) <= t < 1 for t in out): raise ValueError(f"thresholds must lie in [0.5, 1), got {[float(t) for t in out]}")
+    if not out or any(not Fraction(1, 2) <= t < 1 for t in out):
+        raise ValueError(f"thresholds must lie in [0.5, 1), got {[float(t) for t in out]}")
     return out
 
 # %% ../../nbs/competitions/sartorius.ipynb #6c24d439
@@ -73,7 +77,7 @@ def _tp_fp_fn(ti, pj, hit, n_true, n_pred, matching):
     return tp, fp, fn
 
 # %% ../../nbs/competitions/sartorius.ipynb #76cd4222
-def sartorius_image_score(truth,           # true cells: label image, `Objects`, or list of masks / runs / RLE strings (may overlap)
+def sartorius_image_score(truth,           # true cells, maybe overlapping: label image, `Objects`, masks, runs or texts
                           pred,            # predicted cells, in any of the same forms (must not overlap)
                           thresholds=None, # IoU thresholds, default 0.50, 0.55, ..., 0.95 (each in [0.5, 1))
                           empty=1.0,       # score of an image with no true and no predicted cell (the text is silent)
@@ -85,13 +89,16 @@ def sartorius_image_score(truth,           # true cells: label image, `Objects`,
     kwargs.setdefault("convention", SARTORIUS_CONVENTION)
     try: o = overlap_counts(pred, truth, **kwargs)              # predictions first: the side that must be disjoint
     except ValueError as e:
-        raise ValueError(str(e).replace("truth objects", "predicted cells").replace("true objects must not", "predicted cells must not")
-                         .replace("truth object", "predicted cell").replace("prediction object", "true cell")) from None
+        said = str(e).replace("truth objects", "predicted cells")
+        said = said.replace("true objects must not", "predicted cells must not")
+        said = said.replace("truth object", "predicted cell")
+        raise ValueError(said.replace("prediction object", "true cell")) from None
     ts, n_true, n_pred = _fractions(thresholds), len(o.pred_ids), len(o.truth_ids)
     pj, ti = np.nonzero(o.intersections)
     inter = o.intersections[pj, ti]
     union = o.truth_areas[pj] + o.pred_areas[ti] - inter       # predicted areas + true areas - shared
-    counts = np.array([_tp_fp_fn(ti, pj, inter * t.denominator > union * t.numerator, n_true, n_pred, matching) for t in ts], np.int64).reshape(-1, 3)
+    hits = [inter * t.denominator > union * t.numerator for t in ts]   # IoU > t, exactly
+    counts = np.array([_tp_fp_fn(ti, pj, hit, n_true, n_pred, matching) for hit in hits], np.int64).reshape(-1, 3)
     tp, fp, fn = counts.T
     total = tp + fp + fn
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))
@@ -101,7 +108,8 @@ def sartorius_image_score(truth,           # true cells: label image, `Objects`,
 
 # %% ../../nbs/competitions/sartorius.ipynb #81c58399
 def sartorius_truth(sol, only=None):
-    "(id, true cells) of a Sartorius solution, overlapping cells allowed: the submission layer's reader, without the overlap check, on the `annotation` column"
+    ("(id, true cells) of a Sartorius solution, overlapping cells allowed: the submission layer's reader, without the "
+     "overlap check, on the `annotation` column")
     comp = replace(sol.competition, disjoint=False, truth=None, rle_column="annotation")
     yield from solution_truth(replace(sol, competition=comp), only)
 
@@ -111,7 +119,8 @@ def sartorius_items(comp, items, options) -> list[dict]:
     out = []
     for i, truth, pred, shape in items:
         if len(pred) and not (pred.areas > 0).all(): pred = pred.select(pred.areas > 0)
-        r = sartorius_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0), options.get("matching", "dsb"))
+        r = sartorius_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0),
+                                  options.get("matching", "dsb"))
         t0 = f"{r.thresholds[0]:.2f}"
         row = {**key_fields(comp, i), "score": r.score, "true_cells": len(truth), "predicted_cells": len(pred),
                f"TP@{t0}": int(r.tp[0]), f"FP@{t0}": int(r.fp[0]), f"FN@{t0}": int(r.fn[0])}
@@ -121,15 +130,18 @@ def sartorius_items(comp, items, options) -> list[dict]:
 
 # %% ../../nbs/competitions/sartorius.ipynb #0d04c120
 def _cells(pred, what, order="C", scores=None):
-    "0-based runs of every predicted cell of one image in `order`, overlaps resolved (first or highest-scoring mask wins)"
+    ("0-based runs of every predicted cell of one image in `order`, overlaps resolved (first or highest-scoring mask "
+     "wins)")
     if isinstance(pred, np.ndarray) and pred.dtype != bool and pred.ndim == 2: return label_to_runs(pred, order)[1]
     if isinstance(pred, np.ndarray) and pred.dtype == bool:
-        raise ValueError(f"{what}: a boolean image does not say which pixel is which cell: pass a label image (e.g. from scipy.ndimage.label) or a list of masks")
+        raise ValueError(f"{what}: a boolean image does not say which pixel is which cell: pass a label image (e.g. "
+                         "from scipy.ndimage.label) or a list of masks")
     masks = [np.asarray(m, bool) for m in pred]
     if scores is not None:
         if len(scores) != len(masks): raise ValueError(f"{what}: {len(scores)} scores for {len(masks)} masks")
         masks = [masks[k] for k in np.argsort(-np.asarray(scores, float), kind="stable")]
-    if len({m.shape for m in masks}) > 1: raise ValueError(f"{what}: masks of different shapes {sorted({m.shape for m in masks})}")
+    if len({m.shape for m in masks}) > 1:
+        raise ValueError(f"{what}: masks of different shapes {sorted({m.shape for m in masks})}")
     runs, claimed = [], None
     for m in masks:
         claimed = np.zeros(m.shape, bool) if claimed is None else claimed
@@ -140,7 +152,8 @@ def _cells(pred, what, order="C", scores=None):
 
 # %% ../../nbs/competitions/sartorius.ipynb #da73758a
 def write_sartorius(path, predictions, scores=None, overwrite=False, convention=SARTORIUS_CONVENTION):
-    "Sartorius submission from {image id: label image or list of masks}: one row per cell, a blank row for none; overlaps: the first (or best-scoring) mask wins"
+    ("Sartorius submission from {image id: label image or list of masks}: one row per cell, a blank row for none; "
+     "overlaps: the first (or best-scoring) mask wins")
     with new_file(path, overwrite) as f:
         f.write("id,predicted\n")
         for i, pred in predictions.items():
@@ -148,22 +161,27 @@ def write_sartorius(path, predictions, scores=None, overwrite=False, convention=
             for s, l in runs or [(np.zeros(0, np.int64),) * 2]: f.write(f"{i},{format_runs(s, l, convention)}\n")
 
 # %% ../../nbs/competitions/sartorius.ipynb #33620fa0
-TRAIN_COLUMNS = ("id", "annotation", "width", "height", "cell_type", "plate_time", "sample_date", "sample_id", "elapsed_timedelta")
+TRAIN_COLUMNS = ("id", "annotation", "width", "height", "cell_type", "plate_time", "sample_date", "sample_id",
+                 "elapsed_timedelta")
 
 def write_sartorius_solution(path, truth, usage=None, overwrite=False, meta=None):
-    "`train.csv`'s layout from {image id: label image or list of masks (may overlap)}; `meta`: {id: {column: value}} for the other columns"
+    ("`train.csv`'s layout from {image id: label image or list of masks (may overlap)}; `meta`: {id: {column: value}} "
+     "for the other columns")
     with new_file(path, overwrite) as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(TRAIN_COLUMNS + (("Usage",) if usage is not None else ()))
         for i, t in truth.items():
-            masks = [np.asarray(m, bool) for m in t] if not isinstance(t, np.ndarray) else [t == k for k in np.unique(t) if k]
+            if isinstance(t, np.ndarray): masks = [t == k for k in np.unique(t) if k]
+            else: masks = [np.asarray(m, bool) for m in t]
             h, wd = masks[0].shape if masks else (np.shape(t) if isinstance(t, np.ndarray) else SARTORIUS_SHAPE)
-            extra = [(meta or {}).get(i, {}).get(c, "") for c in TRAIN_COLUMNS[4:]] + ([usage[i]] if usage is not None else [])
+            extra = [(meta or {}).get(i, {}).get(c, "") for c in TRAIN_COLUMNS[4:]]
+            extra += [usage[i]] if usage is not None else []
             for m in masks or [np.zeros((h, wd), bool)]:
                 w.writerow([i, format_runs(*mask_to_runs(m), SARTORIUS_CONVENTION), wd, h] + extra)
 
 # %% ../../nbs/competitions/sartorius.ipynb #56bef4ea
-_CELL_TYPES = {"shsy5y": (60, 6, 18), "astro": (14, 14, 30), "cort": (40, 7, 9)}   # cells per image, short and long radius
+# cells per image, short and long radius
+_CELL_TYPES = {"shsy5y": (60, 6, 18), "astro": (14, 14, 30), "cort": (40, 7, 9)}
 
 def _cell_scene(rng, cell_type):
     "A 520×704 phase-contrast-like image (float in [0, 1]) and its list of cell masks (which may overlap a little)"
@@ -182,7 +200,8 @@ def _cell_scene(rng, cell_type):
         v = (-(xx[y0:y1, x0:x1] - cx) * np.sin(ang) + (yy[y0:y1, x0:x1] - cy) * np.cos(ang)) / b
         d2 = u * u + v * v
         inside = d2 <= 1
-        if not inside.any() or (taken[y0:y1, x0:x1] > 0)[inside].mean() > 0.15: continue   # a small overlap is allowed, as in the labels
+        if not inside.any() or (taken[y0:y1, x0:x1] > 0)[inside].mean() > 0.15:
+            continue   # a small overlap is allowed, as in the labels
         m = np.zeros(SARTORIUS_SHAPE, bool); m[y0:y1, x0:x1] = inside
         masks.append(m); taken[m] += 1
         image[y0:y1, x0:x1] += np.where(inside, -0.12 * (1 - 0.5 * d2), np.where(d2 <= 1.6, 0.14 * (1.6 - d2), 0))
@@ -208,14 +227,16 @@ class SartoriusDataset:
     def solution(self): return self.root / "test_labels.csv"
     @property
     def sample_submission(self): return self.root / "sample_submission.csv"
-    def __repr__(self): return f"SartoriusDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+    def __repr__(self):
+        return f"SartoriusDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/sartorius.ipynb #7543d639
 def _meta(rng, cell_type, k):
     "Made-up values for train.csv's other columns"
     hh, mm = int(rng.choice([11, 14, 17, 20, 23])), 30
     return dict(cell_type=cell_type, plate_time=f"{hh:02d}h{mm:02d}m00s", sample_date="2019-06-16",
-                sample_id=f"{cell_type}[diff]_F10-4_Vessel-714_Ph_{k % 4 + 1}", elapsed_timedelta=f"0 days {hh:02d}:{mm:02d}:00")
+                sample_id=f"{cell_type}[diff]_F10-4_Vessel-714_Ph_{k % 4 + 1}",
+                elapsed_timedelta=f"0 days {hh:02d}:{mm:02d}:00")
 
 def sartorius_dataset(folder,      # where to write the layout
                       n_train=3,   # training images
@@ -234,7 +255,8 @@ def sartorius_dataset(folder,      # where to write the layout
         ids[split].append(i)
     write_sartorius_solution(root / "train.csv", {i: truth[i] for i in ids["train"]}, meta=meta, overwrite=True)
     write_sartorius_solution(root / "test_labels.csv", {i: truth[i] for i in ids["test"]},
-                             {i: ("Public", "Private")[k % 2] for k, i in enumerate(ids["test"])}, overwrite=True, meta=meta)
+                             {i: ("Public", "Private")[k % 2]
+                              for k, i in enumerate(ids["test"])}, overwrite=True, meta=meta)
     write_sartorius(root / "sample_submission.csv", {i: [] for i in ids["test"]}, overwrite=True)
     return SartoriusDataset(root, ids["train"], ids["test"], truth, types)
 
@@ -242,7 +264,8 @@ def sartorius_dataset(folder,      # where to write the layout
 def read_sartorius_image(path) -> np.ndarray:
     "A Sartorius image as (520, 704) uint8 grey; `DatasetError` for another size"
     mode, a = read_image(need_file(path, "a Sartorius image <id>.png"), "a Sartorius image", convert="L")
-    if a.shape != SARTORIUS_SHAPE: raise DatasetError(f"{path}: {a.shape[0]}×{a.shape[1]} (height×width), Sartorius images are 520×704")
+    if a.shape != SARTORIUS_SHAPE:
+        raise DatasetError(f"{path}: {a.shape[0]}×{a.shape[1]} (height×width), Sartorius images are 520×704")
     return a
 
 # %% ../../nbs/competitions/sartorius.ipynb #bf541b3a
@@ -260,14 +283,17 @@ def sartorius_baseline(image,          # (520, 704) uint8 grey image
 def _demo(folder, seed):
     "Three test images (one per cell type) scored against the generator's test labels"
     ds = sartorius_dataset(folder / "data", n_train=0, n_test=3, seed=seed)
-    write_sartorius(folder / "submission.csv", {i: sartorius_baseline(read_sartorius_image(ds.test_dir / f"{i}.png")) for i in ds.test_ids})
+    write_sartorius(folder / "submission.csv",
+                    {i: sartorius_baseline(read_sartorius_image(ds.test_dir / f"{i}.png")) for i in ds.test_ids})
     return ds.root, ds.solution, folder / "submission.csv"
 
 # %% ../../nbs/competitions/sartorius.ipynb #9be97e64
 COMPETITION = Competition(
-    "sartorius", "Sartorius Cell Instance Segmentation 2021", SARTORIUS_CONVENTION, ("id", "predicted"), "id", "predicted",
+    "sartorius", "Sartorius Cell Instance Segmentation 2021", SARTORIUS_CONVENTION, ("id", "predicted"), "id",
+    "predicted",
     id_pattern=r"[0-9a-f]{12}", id_example="0030fd0e6378", id_rule="12 hex digits",
-    per_image=True, solution_columns=("id", "annotation", "width", "height", "Usage"), shape_columns=("height", "width"),
+    per_image=True, solution_columns=("id", "annotation", "width", "height", "Usage"),
+    shape_columns=("height", "width"),
     disjoint=True, missing="error", object_name="cell", options=("thresholds", "empty", "matching"),
     score_items=sartorius_items, truth=sartorius_truth, write_submission=write_sartorius,
     write_solution=write_sartorius_solution, demo=_demo, checks=("overlaps",))
@@ -276,7 +302,8 @@ COMPETITION = Competition(
 def sartorius_as_graded(labels,                # predicted cell label image (520×704)
                         convention=SARTORIUS_CONVENTION, # the order the strings are written in
                        ) -> np.ndarray:        # the label image the scorer reads from those strings
-    "What the row-major scorer reads when the cells are written in `convention`'s order: the same numbers laid row by row"
+    ("What the row-major scorer reads when the cells are written in `convention`'s order: the same numbers laid row by "
+     "row")
     labels = np.asarray(labels)
     return labels.ravel(order=convention.order).reshape(labels.shape)
 
@@ -295,7 +322,8 @@ def plot_sartorius_order(image,        # (520, 704) grey image
     ov = overlap_image(read > 0, np.any(truth, 0) if len(truth) else np.zeros(read.shape, bool))
     ax.imshow(image, cmap="gray"); ax.imshow(ov, alpha=0.45, interpolation="nearest")
     ax.set_axis_off()
-    ax.set_title(f"written {'row-major (as graded)' if convention.order == 'C' else 'column-major (as the text says)'}: "
+    ax.set_title("written "
+                 f"{'row-major (as graded)' if convention.order == 'C' else 'column-major (as the text says)'}: "
                  f"score {r.score:.3f}\ngreen: both, blue: truth only, orange: prediction only", fontsize=9)
     return fig
 
@@ -303,10 +331,12 @@ def plot_sartorius_order(image,        # (520, 704) grey image
 def sartorius_order_explorer(image,   # (520, 704) grey image
                              truth,   # list of the true cell masks
                             ):        # an ipywidgets VBox: order and contrast controls, the numbers, the drawing
-    "Widget: write the baseline's cells in either order, with the baseline's contrast, and see what the scorer reads and scores"
+    ("Widget: write the baseline's cells in either order, with the baseline's contrast, and see what the scorer reads "
+     "and scores")
     import ipywidgets as w
     import matplotlib.pyplot as plt
-    order = w.Dropdown(options=[("row-major (as graded)", "C"), ("column-major (as the text says)", "F")], value="C", description="written")
+    order = w.Dropdown(options=[("row-major (as graded)", "C"), ("column-major (as the text says)", "F")], value="C",
+                       description="written")
     contrast = w.FloatSlider(0.06, min=0.02, max=0.2, step=0.01, description="contrast")
     numbers = w.HTML()
     def draw(order, contrast):

@@ -28,7 +28,8 @@ __all__ = ['SIIM_SHAPE', 'SIIM_ID', 'COMPETITION', 'siim_uid', 'read_siim_labels
 
 # %% ../../nbs/competitions/siim_acr.ipynb #5f383cdb
 SIIM_SHAPE = (1024, 1024)
-SIIM_ID = r"1\.2\.276\.0\.7230010\.3\.1\.4\.8323329\.[0-9]+\.[0-9]+\.[0-9]+|ID_[0-9a-f]{9}"   # training / stage-1 UIDs, stage-2 ids
+# training / stage-1 UIDs, stage-2 ids
+SIIM_ID = r"1\.2\.276\.0\.7230010\.3\.1\.4\.8323329\.[0-9]+\.[0-9]+\.[0-9]+|ID_[0-9a-f]{9}"
 
 # %% ../../nbs/competitions/siim_acr.ipynb #ab764845
 def siim_uid(kind,    # 2 study, 3 series, 4 image (the SOPInstanceUID, the ImageId)
@@ -42,23 +43,29 @@ def siim_uid(kind,    # 2 study, 3 series, 4 image (the SOPInstanceUID, the Imag
 # %% ../../nbs/competitions/siim_acr.ipynb #6895f3c4
 def _text_source(source):
     "A path or stream the CSV reader takes: a .gz file opened as text"
-    if isinstance(source, (str, Path)) and str(source).endswith(".gz"): return gzip.open(source, "rt", encoding="utf-8", newline="")
+    if isinstance(source, (str, Path)) and str(source).endswith(".gz"):
+        return gzip.open(source, "rt", encoding="utf-8", newline="")
     return source
 
 # %% ../../nbs/competitions/siim_acr.ipynb #36cfaa32
 def read_siim_labels(source,            # train-rle.csv (or .csv.gz): path or text stream
                      shape=SIIM_SHAPE,  # the images' shape
                     ) -> dict:          # ImageId -> [(row, starts, lengths), ...], one per row; a `-1` row has no runs
-    "Every row of SIIM's train-rle.csv as it is (the header's space, `-1` and ` -1`), checked; `SubmissionError` lists the problems"
+    ("Every row of SIIM's train-rle.csv as it is (the header's space, `-1` and ` -1`), checked; `SubmissionError` "
+     "lists the problems")
     report, out = Report(source_name(source)), {}
     with CSVSource(_text_source(source)) as src:
         for lines, rows, _ in csv_chunks(src, ("ImageId", "EncodedPixels"), report):
             offsets, starts, lengths, errors = parse_many([r[1] for r in rows], "siim_acr", shape)
             for k, (line, (i, _)) in enumerate(zip(lines, rows)):
                 if not re.fullmatch(SIIM_ID, i):
-                    report.add(line, "ImageId", f"{i!r} is not a SIIM ImageId: expected a DICOM UID like 1.2.276.0.7230010.3.1.4.8323329.6904.1517875201.850819, or ID_ and 9 hex digits")
+                    report.add(line, "ImageId",
+                               f"{i!r} is not a SIIM ImageId: expected a DICOM UID like "
+                               "1.2.276.0.7230010.3.1.4.8323329.6904.1517875201.850819, or ID_ and 9 hex digits")
                 elif k in errors: report.add(line, "EncodedPixels", errors[k])
-                else: out.setdefault(i, []).append((line, starts[offsets[k]:offsets[k + 1]], lengths[offsets[k]:offsets[k + 1]]))
+                else:
+                    out.setdefault(i, []).append((line, starts[offsets[k]:offsets[k + 1]],
+                                                  lengths[offsets[k]:offsets[k + 1]]))
     if report.ok and not out: report.add(None, None, "the labels have no rows")
     if not report.ok: raise SubmissionError(report)
     return out
@@ -78,11 +85,14 @@ def mask_centroids(runs,             # [(starts, lengths), ...] of 0-based runs,
 
 # %% ../../nbs/competitions/siim_acr.ipynb #e387bcde
 def anatomy_summary(runs, order="F", shape=SIIM_SHAPE) -> dict:
-    "Shares of masks with the centroid left / right of the midline and in the upper half, crossing the midline, and centroid columns in 8 bins"
+    ("Shares of masks with the centroid left / right of the midline and in the upper half, crossing the midline, and "
+     "centroid columns in 8 bins")
     c = mask_centroids(runs, order, shape)
     h, w = shape
-    return {"left": float(np.mean(c[:, 1] < w / 2)), "right": float(np.mean(c[:, 1] >= w / 2)), "upper": float(np.mean(c[:, 0] < h / 2)),
-            "crossing": float(np.mean((c[:, 4] < w / 2) & (c[:, 5] >= w / 2))), "columns": np.histogram(c[:, 1], 8, (0, w))[0].tolist()}
+    return {"left": float(np.mean(c[:, 1] < w / 2)), "right": float(np.mean(c[:, 1] >= w / 2)),
+            "upper": float(np.mean(c[:, 0] < h / 2)),
+            "crossing": float(np.mean((c[:, 4] < w / 2) & (c[:, 5] >= w / 2))),
+            "columns": np.histogram(c[:, 1], 8, (0, w))[0].tolist()}
 
 # %% ../../nbs/competitions/siim_acr.ipynb #43d030d0
 def siim_image_dice(truth_masks,  # the image's true masks (one per training row), boolean arrays
@@ -90,7 +100,8 @@ def siim_image_dice(truth_masks,  # the image's true masks (one per training row
                     empty=1.0,    # the score when both unions are empty
                    ) -> float:
     "Dice of the union of the predicted masks and the union of the true ones"
-    t, p = np.any(list(truth_masks), 0) if len(truth_masks) else None, np.any(list(pred_masks), 0) if len(pred_masks) else None
+    t = np.any(list(truth_masks), 0) if len(truth_masks) else None
+    p = np.any(list(pred_masks), 0) if len(pred_masks) else None
     t = t if t is not None else np.zeros_like(p if p is not None else np.zeros(SIIM_SHAPE, bool))
     p = p if p is not None else np.zeros_like(t)
     return dice(p, t, empty=empty)
@@ -105,12 +116,14 @@ def union_objects(objects: Objects) -> Objects:
 def siim_items(comp, items, options) -> list[dict]:
     "Table rows: per image the Dice of the unions (`empty` when both are empty), with the masks on each side"
     rows = dice_items(comp, [(i, union_objects(t), union_objects(p), s) for i, t, p, s in items], options)
-    for r, (_, t, p, _) in zip(rows, items): r["truth_masks"], r["pred_masks"] = int((t.areas > 0).sum()), int((p.areas > 0).sum())
+    for r, (_, t, p, _) in zip(rows, items):
+        r["truth_masks"], r["pred_masks"] = int((t.areas > 0).sum()), int((p.areas > 0).sum())
     return rows
 
 # %% ../../nbs/competitions/siim_acr.ipynb #a800b4ca
 def faulty_siim_host_encode(img) -> str:
-    "TEACHING ONLY: the host's `mask2rle(img.T, width, height)`, loop for loop: drops a run reaching the last pixel, '' when empty, 255 only"
+    ("TEACHING ONLY: the host's `mask2rle(img.T, width, height)`, loop for loop: drops a run reaching the last pixel, "
+     "'' when empty, 255 only")
     a = np.asarray(img).T.tolist()                      # the callers' transpose: x outer walks down the columns
     rle, last, current, run_start, run_length = [], 0, 0, -1, 0
     for column in a:
@@ -130,14 +143,16 @@ def _lung_fields(n):
     "The two lung fields of an n×n image: the image's left one is the patient's right lung"
     yy, xx = np.mgrid[:n, :n].astype(np.float32) / n
     dome = lambda cx: 0.80 - 0.05 * np.cos(np.clip((xx - cx) / 0.15, -1, 1) * np.pi / 2)
-    return [(((xx - cx) / 0.155) ** 2 + ((yy - 0.50) / 0.37) ** 2 < 1) & (np.abs(xx - 0.5) > 0.075) & (yy < dome(cx)) for cx in (0.31, 0.69)]
+    return [(((xx - cx) / 0.155) ** 2 + ((yy - 0.50) / 0.37) ** 2 < 1) & (np.abs(xx - 0.5) > 0.075) & (yy < dome(cx))
+            for cx in (0.31, 0.69)]
 
 # %% ../../nbs/competitions/siim_acr.ipynb #eae9f56d
 def synthetic_chest_xray(pneumothorax=(),  # (lung 0 or 1, depth 0..1) of each pneumothorax
                          seed=0,           # random seed
                          n=1024,           # image side
                         ) -> tuple[np.ndarray, list]: # uint8 image; one boolean mask per pneumothorax
-    "A caricature of a frontal chest X-ray and the masks of its pneumothoraces (dark rims at the apex and the side of a lung)"
+    ("A caricature of a frontal chest X-ray and the masks of its pneumothoraces (dark rims at the apex and the side of "
+     "a lung)")
     from scipy import ndimage as ndi
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[:n, :n].astype(np.float32) / n
@@ -155,7 +170,8 @@ def synthetic_chest_xray(pneumothorax=(),  # (lung 0 or 1, depth 0..1) of each p
     masks = []
     for side, depth in pneumothorax:
         cx, lateral = (0.31, -1) if side == 0 else (0.69, 1)
-        rim = lungs[side] & (ndi.distance_transform_edt(lungs[side]) / n < depth * 0.12) & ((xx - cx) * lateral > -0.04) & (yy < 0.62)
+        near_wall = ndi.distance_transform_edt(lungs[side]) / n < depth * 0.12
+        rim = lungs[side] & near_wall & ((xx - cx) * lateral > -0.04) & (yy < 0.62)
         img[rim] = 38 + rng.normal(0, 2, int(rim.sum()))
         masks.append(rim)
     img += rng.normal(0, 4, img.shape)
@@ -168,12 +184,15 @@ def write_siim_dicom(path, image, image_id, study, series, view="PA"):
     from pydicom.uid import ExplicitVRLittleEndian, SecondaryCaptureImageStorage
     a = np.ascontiguousarray(image, np.uint8)
     meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID, meta.TransferSyntaxUID = SecondaryCaptureImageStorage, image_id, ExplicitVRLittleEndian
+    meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID = SecondaryCaptureImageStorage, image_id
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds = Dataset(); ds.file_meta = meta
-    ds.SOPClassUID, ds.SOPInstanceUID, ds.StudyInstanceUID, ds.SeriesInstanceUID = SecondaryCaptureImageStorage, image_id, study, series
+    ds.SOPClassUID, ds.SOPInstanceUID = SecondaryCaptureImageStorage, image_id
+    ds.StudyInstanceUID, ds.SeriesInstanceUID = study, series
     ds.Modality, ds.BodyPartExamined, ds.ViewPosition, ds.PatientID = "CR", "CHEST", view, image_id.split(".")[-3]
     ds.Rows, ds.Columns, ds.PixelSpacing = a.shape[0], a.shape[1], [0.168, 0.168]
-    ds.SamplesPerPixel, ds.PhotometricInterpretation, ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 1, "MONOCHROME2", 8, 8, 7, 0
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 8, 8, 7, 0
     ds.PixelData = a.tobytes()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     ds.save_as(path, enforce_file_format=True)
@@ -181,12 +200,15 @@ def write_siim_dicom(path, image, image_id, study, series, view="PA"):
 
 # %% ../../nbs/competitions/siim_acr.ipynb #1b77c439
 def read_siim_dicom(path, shape=SIIM_SHAPE) -> np.ndarray:
-    "The uint8 image of a SIIM DICOM file, checked: its size, one grey channel, and its SOPInstanceUID is the file's name"
+    ("The uint8 image of a SIIM DICOM file, checked: its size, one grey channel, and its SOPInstanceUID is the file's "
+     "name")
     import pydicom
     ds = pydicom.dcmread(need_file(path, "a SIIM DICOM image"))
-    if ds.SOPInstanceUID != Path(path).stem: raise DatasetError(f"{path}: SOPInstanceUID {ds.SOPInstanceUID} is not the file's name (the ImageId)")
+    if ds.SOPInstanceUID != Path(path).stem:
+        raise DatasetError(f"{path}: SOPInstanceUID {ds.SOPInstanceUID} is not the file's name (the ImageId)")
     a = ds.pixel_array
-    if a.shape != tuple(shape): raise DatasetError(f"{path}: {a.shape[0]}×{a.shape[1]} pixels, SIIM images are {shape[0]}×{shape[1]}")
+    if a.shape != tuple(shape):
+        raise DatasetError(f"{path}: {a.shape[0]}×{a.shape[1]} pixels, SIIM images are {shape[0]}×{shape[1]}")
     if ds.PhotometricInterpretation == "MONOCHROME1": a = a.max() - a    # bright air: inverted to the usual look
     return a.astype(np.uint8)
 
@@ -203,7 +225,8 @@ class SIIMDataset:
     def labels(self): return self.root / "train-rle.csv"
     @property
     def sample_submission(self): return self.root / "sample_submission.csv"
-    def __repr__(self): return f"SIIMDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
+    def __repr__(self):
+        return f"SIIMDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test images)"
 
 # %% ../../nbs/competitions/siim_acr.ipynb #11dbad18
 def siim_dataset(folder,     # where to write the layout
@@ -211,17 +234,21 @@ def siim_dataset(folder,     # where to write the layout
                  n_test=1,   # test images
                  seed=0,     # random seed
                 ) -> SIIMDataset:
-    "Write a small synthetic SIIM-ACR dataset in the competition's layout (DICOM folders, train-rle.csv, sample submission)"
+    ("Write a small synthetic SIIM-ACR dataset in the competition's layout (DICOM folders, train-rle.csv, sample "
+     "submission)")
     root, truth, paths, ids = dataset_root(folder), {}, {}, {"train": [], "test": []}
     for k, split in split_samples(n_train, n_test):
         rng = np.random.default_rng([seed, k])
-        ptx = [] if k % 3 == 0 else [(int(rng.integers(2)), rng.uniform(0.2, 0.35))] if k % 3 == 1 else [(0, rng.uniform(0.2, 0.3)), (1, rng.uniform(0.15, 0.3))]
+        if k % 3 == 0: ptx = []                                            # no pneumothorax
+        elif k % 3 == 1: ptx = [(int(rng.integers(2)), rng.uniform(0.2, 0.35))]   # one, in either lung
+        else: ptx = [(0, rng.uniform(0.2, 0.3)), (1, rng.uniform(0.15, 0.3))]     # one in each lung
         img, masks = synthetic_chest_xray(ptx, seed=seed * 1000 + k)
         i, study, series = (siim_uid(kind, seed, k) for kind in (4, 2, 3))
         paths[i] = write_siim_dicom(root / f"dicom-images-{split}" / study / series / f"{i}.dcm", img, i, study, series)
         truth[i] = masks; ids[split].append(i)
     write_siim_solution(root / "train-rle.csv", {i: truth[i] for i in ids["train"]}, overwrite=True)
-    with open(root / "sample_submission.csv", "w", newline="") as f: f.write("ImageId,EncodedPixels\n" + "".join(f"{i},-1\n" for i in ids["test"]))
+    with open(root / "sample_submission.csv", "w", newline="") as f:
+        f.write("ImageId,EncodedPixels\n" + "".join(f"{i},-1\n" for i in ids["test"]))
     return SIIMDataset(root, ids["train"], ids["test"], truth, paths)
 
 # %% ../../nbs/competitions/siim_acr.ipynb #11c85fe2
@@ -229,7 +256,9 @@ def _siim_masks(pred, what, shape=SIIM_SHAPE) -> list:
     "The masks of one image (a mask or a list of masks), each boolean of `shape`"
     masks = [pred] if isinstance(pred, np.ndarray) and pred.ndim == 2 else list(pred)
     for m in masks:
-        if np.shape(m) != tuple(shape): raise ValueError(f"{what}: a mask of shape {np.shape(m)}, SIIM images are {shape[0]}×{shape[1]} (resize back first)")
+        if np.shape(m) != tuple(shape):
+            raise ValueError(f"{what}: a mask of shape {np.shape(m)}, SIIM images are {shape[0]}×{shape[1]} (resize "
+                             "back first)")
     return [np.asarray(m) > 0 for m in masks]
 
 # %% ../../nbs/competitions/siim_acr.ipynb #af49788f
@@ -243,7 +272,8 @@ def write_siim_acr(path, predictions, overwrite=False, shape=SIIM_SHAPE):
 
 # %% ../../nbs/competitions/siim_acr.ipynb #2581da7f
 def write_siim_solution(path, truth, usage=None, overwrite=False, shape=SIIM_SHAPE):
-    "Labels as train-rle.csv holds them, from {ImageId: mask or list of masks}: header `ImageId, EncodedPixels`, a row per mask, `-1` for none"
+    ("Labels as train-rle.csv holds them, from {ImageId: mask or list of masks}: header `ImageId, EncodedPixels`, a "
+     "row per mask, `-1` for none")
     if usage is not None: raise ValueError("train-rle.csv has no Usage column: score with every image")
     with new_file(path, overwrite) as f:
         f.write("ImageId, EncodedPixels\n")
@@ -257,7 +287,8 @@ def siim_baseline(image,            # uint8 chest X-ray
                   window=25,        # side of the smoothing window
                   min_pixels=3000,  # smaller regions are dropped
                  ) -> np.ndarray:   # boolean mask
-    "Pneumothorax as the dark smoothed regions inside the body: threshold, border regions dropped, closing, small regions dropped"
+    ("Pneumothorax as the dark smoothed regions inside the body: threshold, border regions dropped, closing, small "
+     "regions dropped")
     from scipy import ndimage as ndi
     cand = ndi.uniform_filter(np.asarray(image, np.float32), window) < dark
     lab, _ = ndi.label(cand)
@@ -291,18 +322,25 @@ def siim_truth(sol, only=None):
         yield i, Objects.from_offsets(cat(1), cat(2), offsets, [r[0] for r in rows], sol.competition.shape, "F")
 
 # %% ../../nbs/competitions/siim_acr.ipynb #3dddd562
-def siim_competition(duplicates="error", # two rows for one image: 'error' (the text's rule) or 'union' (combined) [UNVERIFIED]
-                     runs="relative",    # the submission's starts: 'relative' (every evidence) or 'absolute' (a stage-2 change nobody shows) [UNVERIFIED]
+def siim_competition(duplicates="error", # two rows for one image: 'error' (the text's rule) or 'union' [UNVERIFIED]
+                     runs="relative",    # a submission's starts: 'relative' (all evidence) or 'absolute' [UNVERIFIED]
                     ) -> Competition:
-    "The SIIM-ACR record; `duplicates` says what the checker does with several rows for one image, `runs` how a submission's starts are read"
-    if duplicates not in ("error", "union"): raise ValueError(f"duplicates must be 'error' or 'union', not {duplicates!r}")
+    ("The SIIM-ACR record; `duplicates` says what the checker does with several rows for one image, `runs` how a "
+     "submission's starts are read")
+    if duplicates not in ("error", "union"):
+        raise ValueError(f"duplicates must be 'error' or 'union', not {duplicates!r}")
     if runs not in ("relative", "absolute"): raise ValueError(f"runs must be 'relative' or 'absolute', not {runs!r}")
-    conv = "siim_acr" if runs == "relative" else replace(get_convention("siim_acr"), name="siim_acr_absolute", relative=False)
+    conv = "siim_acr" if runs == "relative" else replace(get_convention("siim_acr"), name="siim_acr_absolute",
+                                                         relative=False)
     return Competition(
-        "siim_acr", "SIIM-ACR Pneumothorax Segmentation", conv, ("ImageId", "EncodedPixels"), "ImageId", "EncodedPixels",
-        id_pattern=SIIM_ID, id_example="1.2.276.0.7230010.3.1.4.8323329.6904.1517875201.850819", id_rule="a DICOM UID, or ID_ and 9 hex digits",
-        per_image=duplicates == "union", shape=SIIM_SHAPE, object_name="mask", options=("empty",), score_items=siim_items,
-        read_solution=read_siim_solution, truth=siim_truth, write_submission=write_siim_acr, write_solution=write_siim_solution, demo=_demo)
+        "siim_acr", "SIIM-ACR Pneumothorax Segmentation", conv, ("ImageId", "EncodedPixels"), "ImageId",
+        "EncodedPixels",
+        id_pattern=SIIM_ID, id_example="1.2.276.0.7230010.3.1.4.8323329.6904.1517875201.850819",
+        id_rule="a DICOM UID, or ID_ and 9 hex digits",
+        per_image=duplicates == "union", shape=SIIM_SHAPE, object_name="mask", options=("empty",),
+        score_items=siim_items,
+        read_solution=read_siim_solution, truth=siim_truth, write_submission=write_siim_acr,
+        write_solution=write_siim_solution, demo=_demo)
 
 COMPETITION = siim_competition()
 
@@ -312,35 +350,45 @@ def siim_view(image,        # uint8 chest X-ray
               dark=55,      # the baseline's threshold
               order="F",    # the pixel order the submission is encoded in ('F' right, 'C' the row-major mistake)
              ) -> tuple:    # (the mask the grader reads, the image's Dice)
-    "The baseline's mask at `dark`, encoded in `order` and read back as the grader reads SIIM text, with the Dice of the unions"
+    ("The baseline's mask at `dark`, encoded in `order` and read back as the grader reads SIIM text, with the Dice of "
+     "the unions")
     pred = siim_baseline(image, dark)
     graded = decode(encode(pred, replace(get_convention("siim_acr"), order=order)), pred.shape, "siim_acr")
     return graded, siim_image_dice(truth_masks, [graded])
 
 # %% ../../nbs/competitions/siim_acr.ipynb #43039603
 def plot_siim_view(image, truth_masks, graded, score, ax=None, title=""):
-    "The X-ray with the union of the true masks (red) and the graded prediction (yellow), the Dice in the title"
+    "The X-ray with the union of the true masks (red) and the graded prediction (yellow), the Dice in its corner"
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     if ax is None: _, ax = plt.subplots(figsize=(5, 5))
     ax.imshow(image, cmap="gray", vmin=0, vmax=255)
     for m, colour in [(np.any(truth_masks, 0) if len(truth_masks) else None, "red"), (graded, "yellow")]:
         if m is not None and m.any(): ax.contour(m, [0.5], colors=colour, linewidths=1.2)
-    ax.set_title(f"{title}\nDice {score:.3f} (red truth, yellow prediction as graded)" if title else f"Dice {score:.3f} (red truth, yellow prediction as graded)", fontsize=9)
+    if title: ax.set_title(title, fontsize=9)      # one line: a second one can be cut off in a constrained layout
+    ax.text(0.03, 0.97, f"Dice {score:.3f}", transform=ax.transAxes, ha="left", va="top", fontsize=9,
+            bbox=dict(boxstyle="round,pad=0.25", facecolor="white", alpha=0.85, linewidth=0))
+    keys = [Line2D([], [], color="red", label="truth"), Line2D([], [], color="yellow", label="prediction as graded")]
+    ax.legend(handles=keys, loc="lower center", fontsize=7, ncols=2, framealpha=0.8)
     ax.set_xticks([]); ax.set_yticks([])
     return ax
 
 # %% ../../nbs/competitions/siim_acr.ipynb #edf7ab64
 def siim_explorer(image, truth_masks):
-    "Widget: the baseline's threshold and the pixel order of the encoding, with the X-ray, the masks as graded and the Dice"
+    ("Widget: the baseline's threshold and the pixel order of the encoding, with the X-ray, the masks as graded and "
+     "the Dice")
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display
-    dark = w.IntSlider(value=55, min=30, max=90, description="threshold", continuous_update=False)
-    rowmajor = w.Checkbox(value=False, description="encode row-major (the mistake)")
+    dark = w.IntSlider(value=55, min=30, max=90, description="threshold", continuous_update=False,
+                       style={"description_width": "initial"}, layout=w.Layout(width="320px", margin="2px 24px 2px 0"))
+    rowmajor = w.Checkbox(value=False, description="encode row-major (the mistake)", indent=False,
+                          layout=w.Layout(width="auto"))          # as wide as its label: nothing cut
     info, out = w.HTML(), w.Output()
     def draw(*_):
         graded, score = siim_view(image, truth_masks, dark.value, "C" if rowmajor.value else "F")
-        info.value = f"Dice of this image: <b>{score:.4f}</b>; {int(graded.sum())} predicted pixels as graded, {int(np.any(truth_masks, 0).sum()) if len(truth_masks) else 0} true"
+        info.value = (f"Dice of this image: <b>{score:.4f}</b>; {int(graded.sum())} predicted pixels as graded, "
+                      f"{int(np.any(truth_masks, 0).sum()) if len(truth_masks) else 0} true")
         with out:
             out.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=(5, 5))
@@ -348,4 +396,5 @@ def siim_explorer(image, truth_masks):
             display(fig); plt.close(fig)
     dark.observe(draw, "value"); rowmajor.observe(draw, "value")
     draw()
-    return w.VBox([w.HBox([dark, rowmajor]), info, out])
+    controls = w.HBox([dark, rowmajor], layout=w.Layout(flex_flow="row wrap", align_items="center"))
+    return w.VBox([controls, info, out])

@@ -49,26 +49,32 @@ class UWScan:
 def parse_uw_scan(name) -> UWScan:
     "Slice number, size and pixel spacing of a scan from its file name `slice_NNNN_W_H_pxW_pxH.png`"
     m = UW_SCAN.fullmatch(Path(name).name)
-    if not m: raise DatasetError(f"{name}: not a UW scan's name: expected slice_NNNN_W_H_pxW_pxH.png, e.g. slice_0066_360_310_1.50_1.50.png")
+    if not m:
+        raise DatasetError(f"{name}: not a UW scan's name: expected slice_NNNN_W_H_pxW_pxH.png, e.g. "
+                           "slice_0066_360_310_1.50_1.50.png")
     return UWScan(int(m[1]), int(m[2]), int(m[3]), float(m[4]), float(m[5]))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #981b9298
 def parse_uw_id(i) -> tuple[str, int]:
     "(case_day, slice number) of an id `case{N}_day{M}_slice_{NNNN}`"
     m = UW_ID.fullmatch(i)
-    if not m: raise ValueError(f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}, e.g. case123_day20_slice_0065")
+    if not m:
+        raise ValueError(f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}, e.g. "
+                         "case123_day20_slice_0065")
     return m[1], int(m[2])
 
 # %% ../../nbs/competitions/uw_madison.ipynb #f1204c12
 def uw_scans(folder) -> dict:
-    "{slice id: (file, `UWScan`)} of every scan of a UW image folder (`train/`: `<case>/<case>_<day>/scans/*.png`), from the names alone"
+    ("{slice id: (file, `UWScan`)} of every scan of a UW image folder (`train/`: `<case>/<case>_<day>/scans/*.png`), "
+     "from the names alone")
     root = need_file(folder, "the UW image folder, <case>/<case>_<day>/scans/slice_NNNN_W_H_pxW_pxH.png inside")
     if not root.is_dir(): raise DatasetError(f"{root}: is a file, expected the UW image folder (train/)")
     out = {}
     for p in sorted(root.glob("*/*/scans/*.png")):
         case, case_day = p.parents[2].name, p.parents[1].name
         if not (re.fullmatch(r"case\d+_day\d+", case_day) and case_day.startswith(case + "_")):
-            raise DatasetError(f"{p}: expected the folders <case>/<case>_<day>/scans/, e.g. case123/case123_day20/scans/")
+            raise DatasetError(f"{p}: expected the folders <case>/<case>_<day>/scans/, e.g. "
+                               "case123/case123_day20/scans/")
         s = parse_uw_scan(p)
         out[f"{case_day}_slice_{s.slice:04d}"] = (p, s)
     if not out: raise DatasetError(f"{root}: no scan in <case>/<case>_<day>/scans/ (slice_NNNN_W_H_pxW_pxH.png)")
@@ -78,28 +84,34 @@ def uw_scans(folder) -> dict:
 def _read_scan(path, s):
     "The pixels of one scan, checked against its name"
     mode, a = read_image(path, "a UW scan (16-bit grey PNG)")
-    if a.ndim != 2 or a.dtype.kind not in "iu": raise DatasetError(f"{path}: mode {mode!r}: UW scans are 16-bit grey PNGs")
-    if a.shape != s.shape: raise DatasetError(f"{path}: the name says {s.width}×{s.height} (W×H), the image is {a.shape[1]}×{a.shape[0]}")
+    if a.ndim != 2 or a.dtype.kind not in "iu":
+        raise DatasetError(f"{path}: mode {mode!r}: UW scans are 16-bit grey PNGs")
+    if a.shape != s.shape:
+        raise DatasetError(f"{path}: the name says {s.width}×{s.height} (W×H), the image is {a.shape[1]}×{a.shape[0]}")
     return a.astype(np.uint16)
 
 # %% ../../nbs/competitions/uw_madison.ipynb #063a4b3e
 def read_uw_volume(folder,  # one case and day: `<case>_<day>/` or its `scans/` folder
-                  ) -> tuple[np.ndarray, tuple, list]: # (D, H, W) uint16 volume, (slice, row, column) spacing in mm, slice ids
+                  ) -> tuple[np.ndarray, tuple, list]: # the (D, H, W) uint16 volume, its spacing in mm, the slice ids
     "The scans of one case and day stacked in slice-number order, with their spacing from the names"
     d = Path(folder)
     d = d / "scans" if (d / "scans").is_dir() else d
-    files = sorted(((parse_uw_scan(p), p) for p in need_file(d, "a scans folder").glob("slice_*.png")), key=lambda x: x[0].slice)
+    files = sorted(((parse_uw_scan(p), p) for p in need_file(d, "a scans folder").glob("slice_*.png")),
+                   key=lambda x: x[0].slice)
     if not files: raise DatasetError(f"{d}: no scan (slice_NNNN_W_H_pxW_pxH.png) in this folder")
     first = files[0][0]
     for s, p in files:
         if (s.shape, s.spacing) != (first.shape, first.spacing):
-            raise DatasetError(f"{p}: {s.width}×{s.height} at {s.px_width} mm, slice {first.slice} is {first.width}×{first.height} at {first.px_width} mm: "
+            raise DatasetError(f"{p}: {s.width}×{s.height} at {s.px_width} mm, slice {first.slice} is "
+                               f"{first.width}×{first.height} at {first.px_width} mm: "
                                "the slices of one volume share their size and spacing")
     case_day = d.parent.name
-    return np.stack([_read_scan(p, s) for s, p in files]), first.spacing, [f"{case_day}_slice_{s.slice:04d}" for s, _ in files]
+    return np.stack([_read_scan(p, s) for s, p in files]), first.spacing, [f"{case_day}_slice_{s.slice:04d}"
+                                                                           for s, _ in files]
 
 # %% ../../nbs/competitions/uw_madison.ipynb #2bee8706
-UW_LEVELS = {"large_bowel": 9000, "small_bowel": 13000, "stomach": 5000}   # grey level of each organ in the synthetic scans
+# grey level of each organ in the synthetic scans
+UW_LEVELS = {"large_bowel": 9000, "small_bowel": 13000, "stomach": 5000}
 _BODY, _KIDNEY = 2500, 5600   # the body and the (unlabelled) kidneys
 
 def _balls(shape, spacing, centres, radii):
@@ -124,15 +136,19 @@ def synthetic_uw_case(shape=(24, 266, 266),    # (slices, rows, columns)
     n = min(H * spacing[1], W * spacing[2])   # the field of view, mm
     at = lambda z, y, x: (z * D, y * H, x * W)
     t = np.linspace(0, 1, 160)
-    ang = np.pi * (0.75 + 1.5 * t)   # the large bowel: round the abdomen, open at the bottom, along the stomach at the top
-    lb = [at(0.35 + 0.4 * u, 0.55 + 0.3 * n / (H * spacing[1]) * math.sin(a), 0.5 + 0.3 * n / (W * spacing[2]) * math.cos(a)) for u, a in zip(t, ang)]
-    organs = {"stomach": _balls(shape, spacing, [at(0.3 + 0.05 * k, 0.3 + 0.03 * k, 0.62 + 0.04 * k) for k in range(4)], rng.uniform(0.07, 0.09, 4) * n),
+    # the large bowel: round the abdomen, open at the bottom, along the stomach at the top
+    ang = np.pi * (0.75 + 1.5 * t)
+    lb = [at(0.35 + 0.4 * u, 0.55 + 0.3 * n / (H * spacing[1]) * math.sin(a),
+             0.5 + 0.3 * n / (W * spacing[2]) * math.cos(a)) for u, a in zip(t, ang)]
+    organs = {"stomach": _balls(shape, spacing, [at(0.3 + 0.05 * k, 0.3 + 0.03 * k, 0.62 + 0.04 * k) for k in range(4)],
+                                rng.uniform(0.07, 0.09, 4) * n),
               "large_bowel": _balls(shape, spacing, lb, n * (0.035 + 0.006 * np.sin(7 * t + rng.uniform(0, 6)))),
-              "small_bowel": _balls(shape, spacing, [at(*rng.uniform((0.45, 0.5, 0.38), (0.9, 0.68, 0.62))) for _ in range(12)],
-                                    rng.uniform(0.02, 0.032, 12) * n)}
+              "small_bowel": _balls(shape, spacing, [at(*rng.uniform((0.45, 0.5, 0.38), (0.9, 0.68, 0.62)))
+                                                     for _ in range(12)], rng.uniform(0.02, 0.032, 12) * n)}
     organs["large_bowel"] &= ~organs["stomach"]
     organs["small_bowel"] &= ~(organs["stomach"] | organs["large_bowel"])
-    kidneys = _balls(shape, spacing, [at(0.5, 0.78, 0.27), at(0.5, 0.78, 0.73)], [0.06 * n] * 2) & ~np.logical_or.reduce(list(organs.values()))
+    kidneys = _balls(shape, spacing, [at(0.5, 0.78, 0.27), at(0.5, 0.78, 0.73)], [0.06 * n] * 2)
+    kidneys &= ~np.logical_or.reduce(list(organs.values()))
     yy, xx = np.ogrid[:H, :W]
     body = ((yy - 0.52 * H) / (0.44 * H)) ** 2 + ((xx - 0.5 * W) / (0.47 * W)) ** 2 <= 1
     img = np.where(body, _BODY, 150.0) * np.ones((D, 1, 1)) + kidneys * (_KIDNEY - _BODY)
@@ -166,7 +182,8 @@ def uw_dataset(folder,                          # where to write `train/` and `t
                pixel_mm=1.5,                    # pixel spacing, mm (both axes)
                seed=0,                          # random seed
               ) -> UWDataset:
-    "Write a small synthetic UW-Madison training set in the competition's layout: 16-bit scans named by size and spacing, and train.csv"
+    ("Write a small synthetic UW-Madison training set in the competition's layout: 16-bit scans named by size and "
+     "spacing, and train.csv")
     root, rng = dataset_root(folder), np.random.default_rng(seed)
     cases = rng.choice(np.arange(1, 160), n_cases, replace=False)
     case_days, ids, truth, spacing, lines = [], [], {}, {}, ["id,class,segmentation"]
@@ -177,7 +194,8 @@ def uw_dataset(folder,                          # where to write `train/` and `t
         img, organs = synthetic_uw_case((slices, H, W), sp, seed * 1000 + k)
         for z in range(slices):
             i = f"{cd}_slice_{z + 1:04d}"
-            write_image(root / "train" / f"case{c}" / cd / "scans" / f"slice_{z + 1:04d}_{W}_{H}_{pixel_mm:.2f}_{pixel_mm:.2f}.png", img[z])
+            write_image(root / "train" / f"case{c}" / cd / "scans"
+                        / f"slice_{z + 1:04d}_{W}_{H}_{pixel_mm:.2f}_{pixel_mm:.2f}.png", img[z])
             for cls in UW_CLASSES:
                 truth[(i, cls)] = organs[cls][z]
                 lines.append(f"{i},{cls},{encode(organs[cls][z], 'uw_madison')}")
@@ -204,7 +222,8 @@ def _uw_masks(masks, what="masks") -> dict:
     for key, m in masks.items():
         a = np.asarray(m)
         if isinstance(key, tuple):
-            if len(key) != 2 or key[1] not in UW_CLASSES: raise ValueError(f"{what}: key {key!r} is not (id, class) with a class of {', '.join(UW_CLASSES)}")
+            if len(key) != 2 or key[1] not in UW_CLASSES:
+                raise ValueError(f"{what}: key {key!r} is not (id, class) with a class of {', '.join(UW_CLASSES)}")
             if a.ndim != 2: raise ValueError(f"{what}: {key} is {a.shape}, expected one 2-D mask")
             out[key] = a != 0
         elif a.ndim == 3 and a.shape[2] == 3: out.update({(key, c): a[..., k] != 0 for k, c in enumerate(UW_CLASSES)})
@@ -217,33 +236,39 @@ def _uw_rows(masks, what):
     "(id, class, run-length string) of every row: three per slice, in class order, a blank for a class without a mask"
     m, shapes = _uw_masks(masks, what), {}
     for (i, c), a in m.items():
-        if shapes.setdefault(i, a.shape) != a.shape: raise ValueError(f"{what}: slice {i} has masks of shapes {shapes[i]} and {a.shape}")
+        if shapes.setdefault(i, a.shape) != a.shape:
+            raise ValueError(f"{what}: slice {i} has masks of shapes {shapes[i]} and {a.shape}")
     for i in shapes:
         for c in UW_CLASSES: yield i, c, encode(m[(i, c)], "uw_madison") if (i, c) in m else ""
 
 # %% ../../nbs/competitions/uw_madison.ipynb #e77e2d78
 def write_uw_madison(path, masks, overwrite=False):
-    "UW-Madison submission from {(id, class): mask} or {id: (H, W, 3) mask}: three rows per slice, row-major 1-based runs, a blank field for an empty mask"
+    ("UW-Madison submission from {(id, class): mask} or {id: (H, W, 3) mask}: three rows per slice, row-major 1-based "
+     "runs, a blank field for an empty mask")
     rows = list(_uw_rows(masks, "predictions"))
     with new_file(path, overwrite) as f: f.write("id,class,predicted\n" + "".join(f"{i},{c},{r}\n" for i, c, r in rows))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #eff4f3eb
 def write_uw_solution(path, truth, usage=None, overwrite=False):
-    "A UW solution, `train.csv`'s format (`id,class,segmentation`), from {(id, class): mask} or {id: (H, W, 3) mask}; the slice sizes come from the scans"
+    ("A UW solution, `train.csv`'s format (`id,class,segmentation`), from {(id, class): mask} or {id: (H, W, 3) mask}; "
+     "the slice sizes come from the scans")
     if usage is not None: raise ValueError("a UW solution has no Usage column (train.csv's format)")
     rows = list(_uw_rows(truth, "truth"))
-    with new_file(path, overwrite) as f: f.write("id,class,segmentation\n" + "".join(f"{i},{c},{r}\n" for i, c, r in rows))
+    with new_file(path, overwrite) as f:
+        f.write("id,class,segmentation\n" + "".join(f"{i},{c},{r}\n" for i, c, r in rows))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #477f02cf
 def _uw_solution_row(line, i, c, report, keys, sizes, folder, comp):
     "One solution row: its id and class checked, its size from the scans"
-    if not UW_ID.fullmatch(i): report.add(line, "id", f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}"); return
+    if not UW_ID.fullmatch(i):
+        report.add(line, "id", f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}"); return
     if c not in UW_CLASSES: report.add(line, "class", f"class {c!r} is not one of {', '.join(UW_CLASSES)}"); return
     k = key_of(comp, {"id": i, "class": c})
     if k in keys: report.add(line, "id/class", f"({i}, {c}) appears twice in the solution"); return
     if i not in sizes:
         cd, n = parse_uw_id(i)
-        report.add(line, "id", f"{i}: no scan {cd.split('_')[0]}/{cd}/scans/slice_{n:04d}_W_H_pxW_pxH.png in {folder}"); return
+        report.add(line, "id", f"{i}: no scan {cd.split('_')[0]}/{cd}/scans/slice_{n:04d}_W_H_pxW_pxH.png in {folder}")
+        return
     keys[k] = sizes[i]
 
 # %% ../../nbs/competitions/uw_madison.ipynb #7e6f5731
@@ -256,25 +281,33 @@ def _uw_complete(keys, report, comp):
         cd = parse_uw_id(i)[0]
         if size.setdefault(cd, (shape, i))[0] != shape:
             (h, w), first = size[cd]
-            report.add(None, "id", f"{i} is {shape[1]}×{shape[0]} but {first} is {w}×{h}: the slices of one volume share their size", once=("size", cd))
+            report.add(None, "id", f"{i} is {shape[1]}×{shape[0]} but {first} is {w}×{h}: the slices of one volume "
+                                   "share their size", once=("size", cd))
     for i, cs in by.items():
         for c in UW_CLASSES:
-            if c not in cs: report.add(None, "class", f"slice {i} has no {c} row: a UW solution has three rows per slice (a blank for an empty mask)")
+            if c not in cs:
+                report.add(None, "class",
+                           f"slice {i} has no {c} row: a UW solution has three rows per slice (a blank for an empty "
+                           "mask)")
 
 # %% ../../nbs/competitions/uw_madison.ipynb #5d9d4cfe
-def read_uw_solution(source,       # the solution CSV (`id,class,segmentation`), or the dataset's folder holding `train.csv`
+def read_uw_solution(source,       # the solution CSV (`id,class,segmentation`), or the folder holding `train.csv`
                      comp=None,    # the `Competition` (default: this module's)
-                     scans=None,   # the image folder (`<case>/<case>_<day>/scans/*.png`); default: `train/` beside the CSV
+                     scans=None,   # the image folder (`<case>/<case>_<day>/scans/*.png`); default: `train/` beside it
                     ) -> Solution:
-    "The (id, class) pairs of a UW solution and each slice's size from the scans' names, checked; raises `SubmissionError` listing its problems"
+    ("The (id, class) pairs of a UW solution and each slice's size from the scans' names, checked; raises "
+     "`SubmissionError` listing its problems")
     comp = comp or COMPETITION
     src = Path(source)
     csv_path = src / "train.csv" if src.is_dir() else src
-    if not csv_path.is_file(): raise FileNotFoundError(f"{csv_path}: no such file (a UW solution is a train.csv-like file, id,class,segmentation)")
+    if not csv_path.is_file():
+        raise FileNotFoundError(f"{csv_path}: no such file (a UW solution is a train.csv-like file, "
+                                "id,class,segmentation)")
     folder = Path(scans) if scans is not None else csv_path.parent / "train"
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder: a UW slice's size comes from its scan's name "
-                                "(<case>/<case>_<day>/scans/slice_NNNN_W_H_pxW_pxH.png): pass the image folder as scans=")
+                                "(<case>/<case>_<day>/scans/slice_NNNN_W_H_pxW_pxH.png): pass the image folder as "
+                                "scans=")
     sizes = {i: s.shape for i, (_, s) in uw_scans(folder).items()}
     report, keys = Report(source_name(csv_path)), {}
     with CSVSource(csv_path) as f:
@@ -289,21 +322,25 @@ def read_uw_solution(source,       # the solution CSV (`id,class,segmentation`),
 def uw_solution_truth(sol, only=None):
     "(key, truth `Objects`) of every (slice, class) row of a UW solution, in file order (`only`: these keys)"
     report = Report(sol.source)
-    for g in read_groups(sol.source, replace(sol.competition, rle_column="segmentation"), report, sol.shapes, None, True):
+    for g in read_groups(sol.source, replace(sol.competition, rle_column="segmentation"), report, sol.shapes, None,
+                         True):
         if only is None or g.id in only: yield g.id, g.objects
     if not report.ok: raise SubmissionError(report)
 
 # %% ../../nbs/competitions/uw_madison.ipynb #eb7d53e5
 def uw_hausdorff(pred,                 # (slices, rows, columns) boolean volume of one organ (or of all three, OR-ed)
                  truth,                # the same volume's truth
-                 normalise="axes",     # 'axes': coordinates ÷ (D, H, W), then ÷ √3; 'diagonal': voxel distance ÷ √(D² + H² + W²), capped at 1
+                 normalise="axes",     # 'axes': coordinates ÷ (D, H, W), ÷ √3; 'diagonal': ÷ √(D² + H² + W²), ≤ 1
                  empty_truth=1.0,      # the value when the truth is empty and the prediction is not (nan: left out)
                  both_empty=math.nan,  # the value when both are empty (nan: left out)
                 ) -> float:            # 0 (identical) to 1 (worst), or nan
     "UW-Madison's normalised 3-D Hausdorff distance of one volume: all foreground voxels, in voxel coordinates"
     p, t = np.asarray(pred) != 0, np.asarray(truth) != 0
-    if p.ndim != 3 or p.shape != t.shape: raise ValueError(f"pred {p.shape} and truth {t.shape}: expected two (slices, rows, columns) volumes of one shape")
-    if normalise not in ("axes", "diagonal"): raise ValueError(f"normalise must be 'axes' or 'diagonal', not {normalise!r}")
+    if p.ndim != 3 or p.shape != t.shape:
+        raise ValueError(f"pred {p.shape} and truth {t.shape}: expected two (slices, rows, columns) volumes of one "
+                         "shape")
+    if normalise not in ("axes", "diagonal"):
+        raise ValueError(f"normalise must be 'axes' or 'diagonal', not {normalise!r}")
     if not t.any(): return float(empty_truth if p.any() else both_empty)
     if not p.any(): return 1.0
     if normalise == "axes": return voxel_hausdorff(p, t, 1 / np.array(p.shape, float)) / math.sqrt(3)
@@ -312,18 +349,25 @@ def uw_hausdorff(pred,                 # (slices, rows, columns) boolean volume 
 # %% ../../nbs/competitions/uw_madison.ipynb #9a4ccd74
 UW_OPTIONS = ("both_empty", "empty_truth", "normalise", "volume", "dice_unit")
 UW_DEFAULTS = dict(both_empty="skip", empty_truth=1.0, normalise="axes", volume="class", dice_unit="pair")
-_unit = lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) and 0 <= v <= 1
+_unit = lambda v: (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                   and 0 <= v <= 1)
 
 def _uw_options(options) -> dict:
     "The metric's options with their defaults, checked"
     o = {**UW_DEFAULTS, **options}
-    if not (o["both_empty"] == "skip" or _unit(o["both_empty"])): raise ValueError(f"both_empty must be 'skip' or a number in [0, 1], not {o['both_empty']!r}")
+    if not (o["both_empty"] == "skip" or _unit(o["both_empty"])):
+        raise ValueError(f"both_empty must be 'skip' or a number in [0, 1], not {o['both_empty']!r}")
     if not (o["empty_truth"] == "exclude" or _unit(o["empty_truth"])):
-        raise ValueError(f"empty_truth must be a number in [0, 1] (1: the worst distance) or 'exclude', not {o['empty_truth']!r}")
+        raise ValueError("empty_truth must be a number in [0, 1] (1: the worst distance) or 'exclude', not "
+                         f"{o['empty_truth']!r}")
     if o["empty_truth"] == "exclude" and o["both_empty"] != "skip":
-        raise ValueError("both_empty has no effect with empty_truth='exclude' (every pair and volume whose truth is empty is left out): leave it at 'skip'")
-    for name, allowed in (("normalise", ("axes", "diagonal")), ("volume", ("class", "case_day")), ("dice_unit", ("pair", "slice"))):
-        if o[name] not in allowed: raise ValueError(f"{name} must be {' or '.join(map(repr, allowed))}, not {o[name]!r}")
+        raise ValueError("both_empty has no effect with empty_truth='exclude' (every pair and volume whose truth is "
+                         "empty is left out): leave it at 'skip'")
+    for name, allowed in (("normalise", ("axes", "diagonal")), ("volume", ("class", "case_day")),
+                          ("dice_unit", ("pair", "slice"))):
+        if o[name] not in allowed:
+            raise ValueError(f"{name} must be {' or '.join(map(repr, allowed))}, "
+                             f"not {o[name]!r}")
     return o
 
 # %% ../../nbs/competitions/uw_madison.ipynb #69e73ed0
@@ -344,7 +388,8 @@ def _uw_total(dices, hds, o):
     if o["dice_unit"] == "slice":
         by = {}
         for k, v in dices.items():   # keys (id, class), or the file's joined keys
-            if not math.isnan(v): by.setdefault(k[0] if isinstance(k, tuple) else k.split(KEY_SEPARATOR)[0], []).append(v)
+            if not math.isnan(v):
+                by.setdefault(k[0] if isinstance(k, tuple) else k.split(KEY_SEPARATOR)[0], []).append(v)
         ds = [float(np.mean(v)) for v in by.values()]
     else: ds = [v for v in dices.values() if not math.isnan(v)]
     hs = [v for v in hds if not math.isnan(v)]
@@ -356,10 +401,12 @@ def uw_metric(truth,      # {(id, class): 2-D mask} or {id: (H, W, 3) mask}: eve
               pred,       # the prediction of the same pairs
               **options,  # `UW_OPTIONS`
              ) -> dict:   # score, dice (mean), hausdorff (mean)
-    "UW-Madison's score on dense masks, the textbook way: Dice per (slice, class), slices stacked per volume, `uw_hausdorff`, 0.4 × Dice + 0.6 × (1 − HD)"
+    ("UW-Madison's score on dense masks, the textbook way: Dice per (slice, class), slices stacked per volume, "
+     "`uw_hausdorff`, 0.4 × Dice + 0.6 × (1 − HD)")
     o = _uw_options(options)
     t, p = _uw_masks(truth, "truth"), _uw_masks(pred, "pred")
-    if set(t) != set(p): raise ValueError(f"pred and truth must have the same (id, class) pairs: {len(set(t) ^ set(p))} differ")
+    if set(t) != set(p):
+        raise ValueError(f"pred and truth must have the same (id, class) pairs: {len(set(t) ^ set(p))} differ")
     dices = {k: _pair_dice(int(p[k].sum()), int(t[k].sum()), int((p[k] & t[k]).sum()), o) for k in t}
     vols = {}
     for i, c in t:
@@ -372,7 +419,8 @@ def uw_metric(truth,      # {(id, class): 2-D mask} or {id: (H, W, 3) mask}: eve
 
 # %% ../../nbs/competitions/uw_madison.ipynb #9295d797
 def _c_runs(o):
-    "The runs of one row's mask (an `Objects` of one object) as 0-based row-major (starts, lengths), whatever the convention's order"
+    ("The runs of one row's mask (an `Objects` of one object) as 0-based row-major (starts, lengths), whatever the "
+     "convention's order")
     return (o.starts, o.lengths) if o.order == "C" else reorder_runs(o.starts, o.lengths, o.shape, o.order, "C")
 
 # %% ../../nbs/competitions/uw_madison.ipynb #b1b29394
@@ -397,7 +445,8 @@ def _uw_volumes(keys, unit):
 
 # %% ../../nbs/competitions/uw_madison.ipynb #8d9dae5d
 def score_uw(comp, sol, submission, report, progress, options, reader) -> SubmissionScore:
-    "UW-Madison's score of a submission: each pair's Dice from its runs, each volume's Hausdorff term from its slices' runs, one volume at a time"
+    ("UW-Madison's score of a submission: each pair's Dice from its runs, each volume's Hausdorff term from its "
+     "slices' runs, one volume at a time")
     o, bar, pred = _uw_options(options), Progress(submission, progress), {}
     try:
         for g in read_groups(submission, comp, report, sol.shapes, sol.order, progress=bar, **reader):
@@ -406,17 +455,20 @@ def score_uw(comp, sol, submission, report, progress, options, reader) -> Submis
     if not report.ok: raise SubmissionError(report)
     truth = {k: _c_runs(t) for k, t in uw_solution_truth(sol)}
     shared = lambda p, t: int(runs_overlap(*p, *t)[2].sum())
-    dices = {k: _pair_dice(int(pred[k][1].sum()), int(truth[k][1].sum()), shared(pred[k], truth[k]), o) for k in sol.order}
+    dices = {k: _pair_dice(int(pred[k][1].sum()), int(truth[k][1].sum()), shared(pred[k], truth[k]), o)
+             for k in sol.order}
     rows, hds = [], []
     for (cd, c), slices in _uw_volumes(sol.order, o["volume"]).items():
         P, T = (_volume(m, slices, sol.shapes[slices[0][0]]) for m in (pred, truth))
         hds.append(uw_hausdorff(P, T, o["normalise"], *_hd_empty(o)))
         ds = [dices[k] for ks in slices for k in ks if not math.isnan(dices[k])]
         d, h = (float(np.mean(ds)) if ds else None), (None if math.isnan(hds[-1]) else hds[-1])
-        rows.append({"case_day": cd, "class": c, "slices": len(slices), "truth_voxels": int(T.sum()), "pred_voxels": int(P.sum()), "pairs": len(ds),
+        rows.append({"case_day": cd, "class": c, "slices": len(slices), "truth_voxels": int(T.sum()),
+                     "pred_voxels": int(P.sum()), "pairs": len(ds),
                      "dice": d, "hausdorff": h, "score": None if d is None or h is None else 0.4 * d + 0.6 * (1 - h)})
     score, d, h = _uw_total(dices, hds, o)
-    if math.isnan(score): report.add(None, None, "nothing to score: every pair (or every volume) is left out by the options", "warning")
+    if math.isnan(score):
+        report.add(None, None, "nothing to score: every pair (or every volume) is left out by the options", "warning")
     return SubmissionScore(comp.name, score, None, None, Table(rows), report, {**o, "dice": d, "hausdorff": h})
 
 # %% ../../nbs/competitions/uw_madison.ipynb #7223db2f
@@ -440,7 +492,8 @@ def uw_baseline(volume,          # (D, H, W) grey volume of one case and day
 
 # %% ../../nbs/competitions/uw_madison.ipynb #912a386b
 def _demo(folder, seed):
-    "Two volumes (266×266 and 360×310 slices); the baseline on each; train.csv, with the scans beside it, is the solution"
+    ("Two volumes (266×266 and 360×310 slices); the baseline on each; train.csv, with the scans beside it, is the "
+     "solution")
     ds = uw_dataset(folder / "data", n_cases=2, seed=seed)
     pred = {}
     for cd in ds.case_days:
@@ -452,11 +505,14 @@ def _demo(folder, seed):
 
 # %% ../../nbs/competitions/uw_madison.ipynb #9188874e
 COMPETITION = Competition(
-    "uw_madison", "UW-Madison GI Tract Image Segmentation 2022", "uw_madison", ("id", "class", "predicted"), "id", "predicted",
-    id_pattern=r"case\d+_day\d+_slice_\d{4}", id_example="case123_day20_slice_0065", id_rule="case{N}_day{M}_slice_{NNNN}",
+    "uw_madison", "UW-Madison GI Tract Image Segmentation 2022", "uw_madison", ("id", "class", "predicted"), "id",
+    "predicted",
+    id_pattern=r"case\d+_day\d+_slice_\d{4}", id_example="case123_day20_slice_0065",
+    id_rule="case{N}_day{M}_slice_{NNNN}",
     solution_columns=("id", "class", "segmentation"), item="volume", object_name="organ", options=UW_OPTIONS,
     score_all=score_uw, check_rows=check_uw_rows, read_solution=read_uw_solution, truth=uw_solution_truth,
-    write_submission=write_uw_madison, write_solution=write_uw_solution, demo=_demo, checks=("classes",), key_columns=("id", "class"))
+    write_submission=write_uw_madison, write_solution=write_uw_solution, demo=_demo, checks=("classes",),
+    key_columns=("id", "class"))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #96d8d4e3
 def uw_case_scores(truth,      # {class: (D, H, W) mask}: one case and day's true organs
@@ -466,19 +522,23 @@ def uw_case_scores(truth,      # {class: (D, H, W) mask}: one case and day's tru
     "`uw_metric` of one case and day held as volumes: each class's volume alone, and all three ('all')"
     ids = [f"case0_day0_slice_{z + 1:04d}" for z in range(len(truth[UW_CLASSES[0]]))]
     pairs = lambda m, cs: {(i, c): m[c][z] for z, i in enumerate(ids) for c in cs}
-    return {k: uw_metric(pairs(truth, cs), pairs(pred, cs), **options) for k, cs in [*((c, [c]) for c in UW_CLASSES), ("all", UW_CLASSES)]}
+    return {k: uw_metric(pairs(truth, cs), pairs(pred, cs), **options)
+            for k, cs in [*((c, [c]) for c in UW_CLASSES), ("all", UW_CLASSES)]}
 
 # %% ../../nbs/competitions/uw_madison.ipynb #6f57467e
 def uw_slice_dice(truth, pred, z) -> dict:
-    "{class: Dice} of slice `z` of one case and day given as {class: (D, H, W) mask} (nan where both are empty: skipped by the metric)"
+    ("{class: Dice} of slice `z` of one case and day given as {class: (D, H, W) mask} (nan where both are empty: "
+     "skipped by the metric)")
     t, p = ({c: np.asarray(m[c][z]) != 0 for c in UW_CLASSES} for m in (truth, pred))
-    return {c: dice_from_counts(int(p[c].sum()), int(t[c].sum()), int((p[c] & t[c]).sum()), empty=math.nan) for c in UW_CLASSES}
+    return {c: dice_from_counts(int(p[c].sum()), int(t[c].sum()), int((p[c] & t[c]).sum()), empty=math.nan)
+            for c in UW_CLASSES}
 
 # %% ../../nbs/competitions/uw_madison.ipynb #eee4b9bb
 _UW_COLOURS = dict(zip(UW_CLASSES, ("tab:orange", "tab:green", "tab:blue")))
 
 def plot_uw_slice(volume, truth, pred, z, spacing=(3.0, 1.5, 1.5), ax=None, title=None):
-    "Slice `z` of a case and day in mm: each organ's truth (solid) and prediction (dashed) outlined in its colour, the slice's Dice above"
+    ("Slice `z` of a case and day in mm: each organ's truth (solid) and prediction (dashed) outlined in its colour, "
+     "the slice's Dice above")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     if ax is None: _, ax = plt.subplots(figsize=(6, 5.5))
@@ -500,12 +560,14 @@ def uw_slice_explorer(volume,                  # (D, H, W) grey volume of one ca
                       pred,                    # {class: (D, H, W) mask}: its prediction
                       spacing=(3.0, 1.5, 1.5), # (slice, row, column) mm
                      ):                        # an ipywidgets VBox: the controls, the numbers, the slice
-    "Widget: slide through a case and day with truth and prediction outlined; the slice's Dice, each volume's Dice, HD and score; add a stray blob"
+    ("Widget: slide through a case and day with truth and prediction outlined; the slice's Dice, each volume's Dice, "
+     "HD and score; add a stray blob")
     import ipywidgets as w
     import matplotlib.pyplot as plt
     D, H, W = np.shape(volume)
     z = w.IntSlider(D // 2, 0, D - 1, description="slice")
-    stray = w.Checkbox(False, description="a stray stomach blob on this slice")
+    stray = w.Checkbox(False, description="a stray stomach blob on this slice", indent=False,
+                       layout=w.Layout(width="auto", margin="2px 0 2px 24px"))   # as wide as its label: nothing cut
     numbers, cache = w.HTML(), {}
     yy, xx = np.ogrid[:H, :W]
     blob = (yy - 0.75 * H) ** 2 + (xx - 0.2 * W) ** 2 <= 16
@@ -514,10 +576,12 @@ def uw_slice_explorer(volume,                  # (D, H, W) grey volume of one ca
         if stray: p["stomach"][z] |= blob
         s = cache.get(z if stray else None) or cache.setdefault(z if stray else None, uw_case_scores(truth, p))
         d = ", ".join(f"{c} {v:.3f}" for c, v in uw_slice_dice(truth, p, z).items())
-        rows = "".join(f"<tr><td>{k}</td><td>{v['dice']:.4f}</td><td>{v['hausdorff']:.4f}</td><td>{v['score']:.4f}</td></tr>" for k, v in s.items())
+        cells = lambda v: "".join(f"<td>{v[m]:.4f}</td>" for m in ("dice", "hausdorff", "score"))
+        rows = "".join(f"<tr><td>{k}</td>{cells(v)}</tr>" for k, v in s.items())
         numbers.value = (f"slice {z + 1}: Dice {d}<table><tr><th>volume</th><th>mean Dice</th><th>HD</th>"
                          f"<th>0.4 Dice + 0.6 (1 - HD)</th></tr>{rows}</table>")
         fig, ax = plt.subplots(figsize=(6, 5.5)); plot_uw_slice(volume, truth, p, z, spacing, ax)
         plt.show(); plt.close(fig)
     out = w.interactive_output(draw, dict(z=z, stray=stray))
-    return w.VBox([w.HBox([z, stray]), numbers, out])
+    controls = w.HBox([z, stray], layout=w.Layout(flex_flow="row wrap", align_items="center"))
+    return w.VBox([controls, numbers, out])

@@ -16,7 +16,8 @@ from ..instances import label_to_runs
 from ..predictions import ImageTruth
 from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label,
                         synthetic_scene, wad_truth)
-from ..imageio import DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples, write_image
+from ..imageio import (DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples,
+                             write_image)
 from ..submission import Competition, Solution, SubmissionError
 from ..groups import read_groups
 from ..scoring import Progress, SubmissionScore, Table, new_file
@@ -39,7 +40,8 @@ def read_wad_frame(path,           # a WAD colour frame (`train_color/<frame>.jp
     mode, a = read_image(path, "a WAD colour frame")
     if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: WAD frames are RGB")
     if shape is not None and a.shape[:2] != tuple(shape):
-        raise DatasetError(f"{path}: frame is {a.shape[0]}×{a.shape[1]} (height×width), WAD frames are {shape[0]}×{shape[1]}")
+        raise DatasetError(f"{path}: frame is {a.shape[0]}×{a.shape[1]} (height×width), WAD frames are "
+                           f"{shape[0]}×{shape[1]}")
     return a
 
 # %% ../../nbs/competitions/wad2018.ipynb #3cde003c
@@ -51,7 +53,8 @@ def wad_frame_rgb(labels,   # WAD label image (uint16)
     lab = np.asarray(labels)
     h, w = lab.shape
     t = (np.arange(h, dtype=np.float32) / h)[:, None, None]
-    rgb = np.where(t < 0.35, np.array([150, 190, 230], np.float32) * (1 - 0.3 * t), np.array([95, 95, 100], np.float32) * (0.7 + 0.5 * t))
+    rgb = np.where(t < 0.35, np.array([150, 190, 230], np.float32) * (1 - 0.3 * t),
+                   np.array([95, 95, 100], np.float32) * (0.7 + 0.5 * t))
     rgb = np.broadcast_to(rgb, (h, w, 3)).copy()
     palette = np.zeros((65536, 3), np.float32)
     valid = np.zeros(65536, bool)
@@ -68,7 +71,9 @@ def wad_frame_rgb(labels,   # WAD label image (uint16)
 # %% ../../nbs/competitions/wad2018.ipynb #d2fbbc5f
 def _wad_frame_name(seed, k):
     r = np.random.default_rng([seed, k])
-    return f"1712{int(r.integers(1, 29)):02d}_{int(r.integers(0, 24)):02d}{int(r.integers(0, 60)):02d}{int(r.integers(0, 60)):02d}{int(r.integers(0, 1000)):03d}_Camera_{5 + k % 2}"
+    bounds = ((1, 29), (0, 24), (0, 60), (0, 60), (0, 1000))            # day, hour, minute, second, millisecond
+    day, hour, minute, second, ms = (int(r.integers(lo, hi)) for lo, hi in bounds)
+    return f"1712{day:02d}_{hour:02d}{minute:02d}{second:02d}{ms:03d}_Camera_{5 + k % 2}"
 
 # %% ../../nbs/competitions/wad2018.ipynb #cd13a2b4
 @dataclass(repr=False)
@@ -85,7 +90,9 @@ class WADDataset:
     def label(self, i): return self.root / "train_label" / f"{i}_instanceIds.png"
     @property
     def label_dir(self): return self.root / "train_label"
-    def __repr__(self): return f"WADDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test frames of {self.shape[0]}×{self.shape[1]})"
+    def __repr__(self):
+        return (f"WADDataset({self.root}: {len(self.train_ids)} training and {len(self.test_ids)} test frames of "
+                f"{self.shape[0]}×{self.shape[1]})")
 
 # %% ../../nbs/competitions/wad2018.ipynb #3e9c158a
 def wad_dataset(folder,            # where to write the layout
@@ -102,7 +109,8 @@ def wad_dataset(folder,            # where to write the layout
     for k, split in split_samples(n_train, n_test):
         name = _wad_frame_name(seed, k)
         lab, p = synthetic_scene(tuple(shape), n_objects, 2 * n_objects, seed=seed * 1000 + k)
-        write_image(root / ("train_color" if split == "train" else "test") / f"{name}.jpg", wad_frame_rgb(lab, seed * 1000 + k), quality=quality)
+        write_image(root / ("train_color" if split == "train" else "test") / f"{name}.jpg",
+                    wad_frame_rgb(lab, seed * 1000 + k), quality=quality)
         if split == "train": write_image(root / "train_label" / f"{name}_instanceIds.png", lab)
         truth[name], preds[name] = lab, p
         ids[split].append(name)
@@ -114,22 +122,23 @@ def _label_id(text):
     lab = whole_number(text, "LabelId")
     if lab not in WAD_CLASSES:
         names = ", ".join(f"{c} {n}" for c, n in WAD_CLASSES.items())
-        raise ValueError(f"LabelId {lab} is not an evaluated class ({names})" + ("; 37 rider is not evaluated" if lab == 37 else ""))
+        raise ValueError(f"LabelId {lab} is not an evaluated class ({names})"
+                         + ("; 37 rider is not evaluated" if lab == 37 else ""))
     return lab
 
-
 # %% ../../nbs/competitions/wad2018.ipynb #816dd3bf
-_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")   # ASCII digits, at most one point, an optional exponent
+# ASCII digits, at most one point, an optional exponent
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 def _confidence(text):
     "Confidence of one row, in (0, 1], or the reason it is not one"
     if not _DECIMAL.fullmatch(text):
-        raise ValueError(f"Confidence {text[:40]!r} is not a decimal number (ASCII digits with at most one '.' and an exponent such as e-05; "
+        raise ValueError(f"Confidence {text[:40]!r} is not a decimal number (ASCII digits with at most one '.' and an "
+                         "exponent such as e-05; "
                          "no sign, space, '_', nan or inf)")
     c = float(text)
     if not 0 < c <= 1: raise ValueError(f"Confidence {text[:40]} is not in (0, 1]")
     return c
-
 
 # %% ../../nbs/competitions/wad2018.ipynb #f8ad765e
 def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
@@ -143,17 +152,19 @@ def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
         except ValueError as e: report.add(line, "Confidence", str(e)); ok[k] = False
         try: pc = whole_number(r[3], "PixelCount")
         except ValueError as e: report.add(line, "PixelCount", str(e)); ok[k] = False; continue
-        if not 0 < pc < sizes[k]: report.add(line, "PixelCount", f"PixelCount {pc} must be > 0 and < {sizes[k]} (H·W)"); ok[k] = False
+        if not 0 < pc < sizes[k]:
+            report.add(line, "PixelCount", f"PixelCount {pc} must be > 0 and < {sizes[k]} (H·W)"); ok[k] = False
         elif sums[k] is not None and pc != sums[k]:
-            report.add(line, "PixelCount", f"PixelCount {pc} is not the total of the run lengths, {sums[k]}"); ok[k] = False
+            report.add(line, "PixelCount", f"PixelCount {pc} is not the total of the run lengths, {sums[k]}")
+            ok[k] = False
     return {"labels": labels, "confidences": confs}
-
 
 # %% ../../nbs/competitions/wad2018.ipynb #dbe8e591
 def _label_ids(folder):
     "The frame ids of a WAD label folder (every `*_instanceIds.png`), sorted"
     folder = Path(folder)
-    if not folder.is_dir(): raise FileNotFoundError(f"{folder}: a WAD solution is a folder of <ImageId>_instanceIds.png label images "
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: a WAD solution is a folder of <ImageId>_instanceIds.png label images "
                                                     "(or the run-length solution file `write_wad_runs` makes of one)")
     ids = sorted(p.name[:-len("_instanceIds.png")] for p in folder.glob("*_instanceIds.png"))
     if not ids: raise FileNotFoundError(f"{folder}: no *_instanceIds.png label image in this folder")
@@ -161,22 +172,24 @@ def _label_ids(folder):
 
 # %% ../../nbs/competitions/wad2018.ipynb #66a9ada9
 def read_wad_solution(source, comp, shape=None) -> Solution:
-    "The ids of a WAD solution, each of the frame size `shape` (default: the competition's): a folder of `*_instanceIds.png`, each label's size checked in its header, or a run-length solution file"
+    ("The ids of a WAD solution, each of the frame size `shape` (default: the competition's): a folder of "
+     "`*_instanceIds.png`, each label's size checked in its header, or a run-length solution file")
     p, frame = Path(source), comp.shape if shape is None else wad_competition(shape).shape
     ids = _runs_file_ids(p) if p.is_file() else _label_ids(p)
     for i in ([] if p.is_file() else ids):
-        image_shape(p / f"{i}_instanceIds.png", "a WAD label image, the frame size (another frame size: wad_competition((H, W)) as the competition)", frame)
+        image_shape(p / f"{i}_instanceIds.png",
+                    "a WAD label image, the frame size (another frame size: wad_competition((H, W)) as the "
+                    "competition)", frame)
     return Solution(comp, p, {i: frame for i in ids}, None)
-
 
 # %% ../../nbs/competitions/wad2018.ipynb #d7bea97a
 def wad_label_truth(path,            # a WAD label image, `<frame>_instanceIds.png`
                     shape=WAD_FRAME, # the (height, width) it must have; None: any
                     data=None,       # its bytes, already read (a worker gets the bytes, not the folder)
                    ) -> ImageTruth:
-    "The `ImageTruth` of a WAD label PNG, its size checked in the header before decoding; an `ImageError` names the file if it is missing, damaged, not 16-bit or not of `shape`"
+    ("The `ImageTruth` of a WAD label PNG, its size checked in the header before decoding; an `ImageError` names the "
+     "file if it is missing, damaged, not 16-bit or not of `shape`")
     return wad_truth(read_label_png(path, "a WAD label image", shape=shape, data=data), what=str(path))
-
 
 # %% ../../nbs/competitions/wad2018.ipynb #e68c48b9
 def _labels_on(executor, folder, ids, shapes, inflight=8):
@@ -198,7 +211,8 @@ def wad_solution_truth(sol,            # a WAD `Solution` (a label folder or a r
     src = Path(sol.source)
     if src.is_file():
         for i, rows in _runs_file_frames(src):
-            if only is None or i in only: yield i, _runs_frame_truth(src, i, rows, sol.shapes.get(i, sol.competition.shape))
+            if only is None or i in only:
+                yield i, _runs_frame_truth(src, i, rows, sol.shapes.get(i, sol.competition.shape))
         return
     ids = [i for i in sol.order if only is None or i in only]
     if executor is None: yield from ((i, wad_label_truth(src / f"{i}_instanceIds.png", sol.shapes[i])) for i in ids)
@@ -212,13 +226,15 @@ def wad_runs_rows(i,                # the frame id
                   truth,            # its `ImageTruth` (from `read_wad_label` or `wad_truth`)
                   shape=WAD_FRAME,  # the frame (height, width)
                  ) -> list[str]:    # the lines, each ending in a newline
-    "The lines of one frame in a run-length solution file: its background count, each instance's runs, its ignore region"
-    if truth.shape != tuple(shape): raise ValueError(f"frame {i}: {truth.shape[0]}×{truth.shape[1]}, the frames are {shape[0]}×{shape[1]}")
+    ("The lines of one frame in a run-length solution file: its background count, each instance's runs, its ignore "
+     "region")
+    if truth.shape != tuple(shape):
+        raise ValueError(f"frame {i}: {truth.shape[0]}×{truth.shape[1]}, the frames are {shape[0]}×{shape[1]}")
     rows = [(int(v), s, l) for v, (s, l) in zip(truth.ids.tolist(), truth.runs)]
     if truth.ignore[0].size: rows.append((WAD_IGNORE, *truth.ignore))
     rest = math.prod(shape) - sum(int(l.sum()) for _, _, l in rows)
-    return [f"{i},{WAD_BACKGROUND},{rest},\n"] + [f"{i},{v},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n" for v, s, l in rows]
-
+    return [f"{i},{WAD_BACKGROUND},{rest},\n"] + [f"{i},{v},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n"
+                                                  for v, s, l in rows]
 
 # %% ../../nbs/competitions/wad2018.ipynb #3cd76cf7
 def write_wad_runs(path,            # the run-length solution file to write (CSV)
@@ -229,7 +245,8 @@ def write_wad_runs(path,            # the run-length solution file to write (CSV
                   ) -> Path:
     "Convert a WAD label folder, once, into a run-length solution file that `score` and `validate` read instead"
     path = Path(path)
-    if path.exists() and not overwrite: raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
     if isinstance(labels, dict):
         frames = ((i, t if isinstance(t, ImageTruth) else wad_truth(t, what=f"frame {i}")) for i, t in labels.items())
     else:
@@ -252,7 +269,9 @@ def _runs_file_frames(path):
     try:
         with open(path, encoding="utf-8", newline="") as f:
             first = f.readline().rstrip("\r\n")
-            if first != head: raise ValueError(f"{path}: row 1: header {first[:60]!r} is not {head}: not a WAD run-length solution (see write_wad_runs)")
+            if first != head:
+                raise ValueError(f"{path}: row 1: header {first[:60]!r} is not {head}: not a WAD run-length solution "
+                                 "(see write_wad_runs)")
             cur, rows = None, []
             for n, line in enumerate(f, 2):
                 r = line.rstrip("\r\n").split(",")
@@ -262,21 +281,25 @@ def _runs_file_frames(path):
                     cur, rows = r[0], []
                 rows.append((n, r))
             if rows: yield cur, rows
-    except UnicodeDecodeError as e: raise ValueError(f"{path}: not UTF-8 text ({e.reason}): expected a WAD run-length solution (CSV)") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason}): expected a WAD run-length solution (CSV)") from None
 
 # %% ../../nbs/competitions/wad2018.ipynb #aa071f33
 def _runs_file_ids(path):
     "The frame ids of a run-length solution file, each once (a frame's rows are together)"
     ids = {}
     for i, rows in _runs_file_frames(path):
-        if i in ids: raise ValueError(f"{path}: row {rows[0][0]}: field ImageId: frame {i} appears again after other frames (its rows belong together)")
+        if i in ids:
+            raise ValueError(f"{path}: row {rows[0][0]}: field ImageId: frame {i} appears again after other frames "
+                             "(its rows belong together)")
         ids[i] = None
     if not ids: raise ValueError(f"{path}: no frame: the file has only its header")
     return list(ids)
 
 # %% ../../nbs/competitions/wad2018.ipynb #d0c49108
 def _runs_frame_fields(path, rows, shape):
-    "LabelValue and PixelCount of a frame's rows as integers, and the runs of all but the first (checked by `parse_many`)"
+    ("LabelValue and PixelCount of a frame's rows as integers, and the runs of all but the first (checked by "
+     "`parse_many`)")
     fields = np.zeros((len(rows), 2), np.int64)
     for k, (n, r) in enumerate(rows):
         try: fields[k] = whole_number(r[1], "LabelValue"), whole_number(r[2], "PixelCount")
@@ -286,24 +309,30 @@ def _runs_frame_fields(path, rows, shape):
         k = min(errors); raise ValueError(f"{path}: row {rows[k + 1][0]}: field EncodedPixels: {errors[k]}")
     return fields[:, 0], fields[:, 1], offsets, starts, lengths
 
-
 # %% ../../nbs/competitions/wad2018.ipynb #1d6deb18
 def _runs_frame_truth(path, i, rows, shape=WAD_FRAME) -> ImageTruth:
     "The `ImageTruth` of one frame's rows of a run-length solution file, every rule of the file checked"
     values, counts, offsets, starts, lengths = _runs_frame_fields(path, rows, shape)
     at = lambda k, field, msg: ValueError(f"{path}: row {rows[k][0]}: field {field}: frame {i}: {msg}")
-    if values[0] != WAD_BACKGROUND or rows[0][1][3]: raise at(0, "LabelValue", f"its first row is the background, 255 with no runs, not {values[0]}")
+    if values[0] != WAD_BACKGROUND or rows[0][1][3]:
+        raise at(0, "LabelValue", f"its first row is the background, 255 with no runs, not {values[0]}")
     cs = np.concatenate([[0], np.cumsum(lengths)])
     v, sums = values[1:], cs[offsets[1:]] - cs[offsets[:-1]]          # each row's run total
     bad = np.flatnonzero(~((v >= 1000) & (v <= WAD_IGNORE)) | (sums != counts[1:]) | (sums == 0))
-    if bad.size: k = int(bad[0]); raise at(k + 1, "LabelValue/PixelCount", f"value {v[k]} with {counts[k + 1]} pixels and runs of {sums[k]}: "
+    if bad.size:
+        k = int(bad[0])
+        raise at(k + 1, "LabelValue/PixelCount", f"value {v[k]} with {counts[k + 1]} pixels and runs of {sums[k]}: "
                                           "expected an instance (class*1000+k) or 65535, with the total of its runs")
-    if (np.diff(v) <= 0).any(): k = int(np.flatnonzero(np.diff(v) <= 0)[0]) + 1; raise at(k + 1, "LabelValue", f"value {v[k]} is out of order or repeated")
-    if counts.sum() != math.prod(shape): raise at(0, "PixelCount", f"the counts add up to {counts.sum()}, not H·W = {math.prod(shape)}")
+    if (np.diff(v) <= 0).any():
+        k = int(np.flatnonzero(np.diff(v) <= 0)[0]) + 1
+        raise at(k + 1, "LabelValue", f"value {v[k]} is out of order or repeated")
+    if counts.sum() != math.prod(shape):
+        raise at(0, "PixelCount", f"the counts add up to {counts.sum()}, not H·W = {math.prod(shape)}")
     order = np.argsort(starts, kind="stable")
     over = np.flatnonzero(starts[order][1:] < (starts + lengths)[order][:-1])
     if over.size:
-        row = np.searchsorted(offsets, order[over[0] + 1], "right") - 1; raise at(row + 1, "EncodedPixels", "a run overlaps a run of another value")
+        row = np.searchsorted(offsets, order[over[0] + 1], "right") - 1
+        raise at(row + 1, "EncodedPixels", "a run overlaps a run of another value")
     obj = np.flatnonzero(v != WAD_IGNORE)
     runs = [(starts[offsets[k]:offsets[k + 1]], lengths[offsets[k]:offsets[k + 1]]) for k in obj.tolist()]
     ig = (starts[offsets[-2]:], lengths[offsets[-2]:]) if v.size and v[-1] == WAD_IGNORE else None
@@ -319,7 +348,8 @@ def _class_rows(res):
     rows = []
     for k, c in enumerate(res.classes.tolist()):
         has = bool(res.n_truth[k])
-        row = {"LabelId": c, "name": WAD_CLASSES.get(c, ""), "true_objects": int(res.n_truth[k]), "predictions": int(res.n_pred[k]),
+        row = {"LabelId": c, "name": WAD_CLASSES.get(c, ""), "true_objects": int(res.n_truth[k]),
+               "predictions": int(res.n_pred[k]),
                "AP": float(np.mean(res.per_class[k])) if has else None}
         row.update({f"AP@{t:.2f}": (float(v) if has else None) for t, v in zip(res.thresholds, res.per_class[k])})
         rows.append(row)
@@ -332,39 +362,47 @@ def score_wad(comp, sol, submission, report, progress, options, reader, executor
     try:
         for g in read_groups(submission, comp, report, sol.shapes, None, progress=bar, **reader):
             if report.ok:
-                preds += [(g.id, int(c), float(p), r) for r, c, p in zip(g.objects.as_list(), g.extra["labels"].tolist(), g.extra["confidences"].tolist())]
+                preds += [(g.id, int(c), float(p), r)
+                          for r, c, p in zip(g.objects.as_list(), g.extra["labels"].tolist(),
+                                             g.extra["confidences"].tolist())]
     finally: bar.close()
     if not report.ok: raise SubmissionError(report)
     res = average_precision(dict(wad_solution_truth(sol, executor=executor)), preds, classes=WAD_CLASSES, **options)
-    return SubmissionScore(comp.name, float(res.ap), None, None, Table(_class_rows(res)), report, {**options, "images": len(sol)})
-
+    return SubmissionScore(comp.name, float(res.ap), None, None, Table(_class_rows(res)), report,
+                           {**options, "images": len(sol)})
 
 # %% ../../nbs/competitions/wad2018.ipynb #b7db4aa2
 def _wad_record(rec, k):
     if isinstance(rec, dict):
         obj = rec["runs"] if "runs" in rec else rec.get("mask")
         return rec.get("image"), rec.get("class"), rec.get("confidence"), obj
-    if not isinstance(rec, (tuple, list)) or len(rec) != 4: raise ValueError(f"prediction {k}: expected (image, LabelId, confidence, mask or runs)")
+    if not isinstance(rec, (tuple, list)) or len(rec) != 4:
+        raise ValueError(f"prediction {k}: expected (image, LabelId, confidence, mask or runs)")
     return rec
 
 # %% ../../nbs/competitions/wad2018.ipynb #5c525d29
 def _wad_runs(obj, k, shape):
     "Sorted, merged 0-based row-major runs of one record's mask or runs"
     if isinstance(obj, np.ndarray) and obj.ndim == 2:
-        if obj.shape != tuple(shape): raise ValueError(f"prediction {k}: mask of shape {obj.shape}, WAD frames are {shape}")
+        if obj.shape != tuple(shape):
+            raise ValueError(f"prediction {k}: mask of shape {obj.shape}, WAD frames are {shape}")
         return mask_to_runs(obj, "C")
     s, l = merge_touching_runs(*obj)
-    if s.size and (s[0] < 0 or s[-1] + l[-1] > math.prod(shape)): raise ValueError(f"prediction {k}: runs outside the {shape[0]}x{shape[1]} frame")
+    if s.size and (s[0] < 0 or s[-1] + l[-1] > math.prod(shape)):
+        raise ValueError(f"prediction {k}: runs outside the {shape[0]}x{shape[1]} frame")
     return s, l
 
 # %% ../../nbs/competitions/wad2018.ipynb #6df59542
 def write_wad(path, predictions, shape=WAD_FRAME, overwrite=False):
-    "WAD 2018 submission from (image id, LabelId, confidence, mask or runs) records; touching runs merged, PixelCount filled"
+    ("WAD 2018 submission from (image id, LabelId, confidence, mask or runs) records; touching runs merged, PixelCount "
+     "filled")
     with new_file(path, overwrite) as f:
         f.write("ImageId,LabelId,Confidence,PixelCount,EncodedPixels\n")
         for k, rec in enumerate(predictions):
             i, lab, conf, obj = _wad_record(rec, k)
-            if int(lab) not in WAD_CLASSES: raise ValueError(f"prediction {k}: LabelId {lab} is not an evaluated class ({', '.join(map(str, WAD_CLASSES))})")
+            if int(lab) not in WAD_CLASSES:
+                raise ValueError(f"prediction {k}: LabelId {lab} is not an evaluated class "
+                                 f"({', '.join(map(str, WAD_CLASSES))})")
             if not 0 < float(conf) <= 1: raise ValueError(f"prediction {k}: confidence {conf} is not in (0, 1]")
             s, l = _wad_runs(obj, k, shape)
             if s.size: f.write(f"{i},{int(lab)},{float(conf)!r},{int(l.sum())},{format_runs(s, l, 'wad2018')}\n")
@@ -373,11 +411,13 @@ def write_wad(path, predictions, shape=WAD_FRAME, overwrite=False):
 def write_wad_solution(path, truth, usage=None, overwrite=False):
     "A WAD solution folder: one 16-bit `<id>_instanceIds.png` per frame from {id: label image}"
     from PIL import Image
-    if usage is not None: raise ValueError("a WAD solution folder has no Usage (the label images are the whole solution)")
+    if usage is not None:
+        raise ValueError("a WAD solution folder has no Usage (the label images are the whole solution)")
     folder = Path(path); folder.mkdir(parents=True, exist_ok=True)
     for i, lab in truth.items():
         p = folder / f"{i}_instanceIds.png"
-        if p.exists() and not overwrite: raise FileExistsError(f"{p}: already exists (pass overwrite=True to replace it)")
+        if p.exists() and not overwrite:
+            raise FileExistsError(f"{p}: already exists (pass overwrite=True to replace it)")
         Image.fromarray(np.asarray(lab, np.uint16)).save(p)
 
 # %% ../../nbs/competitions/wad2018.ipynb #5a5c0827
@@ -386,7 +426,8 @@ def plot_wad_score(result, axes):
     t = result.table
     cols = [c for c in t.columns if c.startswith("AP@")]
     for r in t.rows:
-        if r["AP"] is not None: axes[0].plot([float(c[3:]) for c in cols], [r[c] for c in cols], "o-", label=f"{r['LabelId']} {r['name']}")
+        if r["AP"] is not None:
+            axes[0].plot([float(c[3:]) for c in cols], [r[c] for c in cols], "o-", label=f"{r['LabelId']} {r['name']}")
     axes[0].set(xlabel="IoU threshold", ylabel="AP", title="AP per class"); axes[0].legend(fontsize=7)
     named = [r for r in t.rows if r["AP"] is not None]
     axes[1].barh([r["name"] for r in named], [r["AP"] for r in named], color="#4c72b0")
@@ -398,7 +439,7 @@ def wad_baseline(rgb,            # (H, W, 3) uint8 frame
                  tol=40,         # a pixel is of a class when each channel is within `tol` of the class colour
                  min_pixels=20,  # smaller components (at the reduced size) are dropped
                  colours=None,   # class -> RGB; default `WAD_COLOURS` (the synthetic frames' palette)
-                ) -> list:       # (LabelId, confidence, (starts, lengths)) with 0-based row-major runs of the full frame
+                ) -> list:       # (LabelId, confidence, (starts, lengths)): 0-based row-major runs of the frame
     "WAD instances as connected components of per-class colour thresholds, found at a reduced size and scaled back up"
     from scipy import ndimage as ndi
     a = np.asarray(rgb)
@@ -414,7 +455,8 @@ def wad_baseline(rgb,            # (H, W, 3) uint8 frame
         closeness = ndi.mean(1 - distance / tol, labels, np.arange(1, n + 1))
         full = np.repeat(np.repeat(labels, step, 0), step, 1)[:H, :W]
         ids, runs = label_to_runs(full)
-        out += [(c, float(np.clip(closeness[k - 1], 0.01, 1.0)), r) for k, r in zip(ids.tolist(), runs) if sizes[k] >= min_pixels]
+        out += [(c, float(np.clip(closeness[k - 1], 0.01, 1.0)), r)
+                for k, r in zip(ids.tolist(), runs) if sizes[k] >= min_pixels]
     return out
 
 # %% ../../nbs/competitions/wad2018.ipynb #2bd37264
@@ -427,21 +469,24 @@ def _demo(folder, seed):
 
 # %% ../../nbs/competitions/wad2018.ipynb #3c4117d4
 COMPETITION = Competition(
-    "wad2018", "CVPR 2018 WAD", "wad2018", ("ImageId", "LabelId", "Confidence", "PixelCount", "EncodedPixels"), "ImageId", "EncodedPixels",
+    "wad2018", "CVPR 2018 WAD", "wad2018", ("ImageId", "LabelId", "Confidence", "PixelCount", "EncodedPixels"),
+    "ImageId", "EncodedPixels",
     id_pattern=r"[^\s,/\\.]+", id_example="171206_030225948_Camera_5", id_rule="no space, comma, slash or dot",
     per_image=True, shape=WAD_FRAME, missing="ignore", item="class", object_name="instance", options=WAD_OPTIONS,
     score_all=score_wad, check_rows=check_wad_rows, read_solution=read_wad_solution, truth=wad_solution_truth,
-    write_submission=write_wad, write_solution=write_wad_solution, plot=plot_wad_score, demo=_demo, checks=("WAD fields",))
+    write_submission=write_wad, write_solution=write_wad_solution, plot=plot_wad_score, demo=_demo,
+    checks=("WAD fields",))
 
 # %% ../../nbs/competitions/wad2018.ipynb #3c4117d5
 def wad_competition(shape, # the frame (height, width) of every image and label
                    ) -> Competition:
-    "WAD 2018 for frames of another size: its `Competition` with `shape`, for `score`, `validate`, `read_solution` (or a .py file the command line reads)"
+    ("WAD 2018 for frames of another size: its `Competition` with `shape`, for `score`, `validate`, `read_solution` "
+     "(or a .py file the command line reads)")
     sh = as_shape(shape)
-    if len(sh) != 2 or not min(sh): raise ValueError(f"shape {shape!r}: a WAD frame size is (height, width), two whole numbers > 0")
+    if len(sh) != 2 or not min(sh):
+        raise ValueError(f"shape {shape!r}: a WAD frame size is (height, width), two whole numbers > 0")
     mask_size(sh, f"shape {sh}")
     return replace(COMPETITION, shape=sh)
-
 
 # %% ../../nbs/competitions/wad2018.ipynb #4b604c6c
 def confidence_ranking(truth,           # {frame: ImageTruth}, e.g. from `read_wad_label`
@@ -452,7 +497,8 @@ def confidence_ranking(truth,           # {frame: ImageTruth}, e.g. from `read_w
                        confidence=None, # ... to this value
                        **options,       # options of `average_precision` (mode, compare, ...)
                       ) -> tuple:       # (rows of the class's predictions in rank order, the `APResult`)
-    "The ranked predictions of one class with their outcome at one IoU threshold, after giving record `pick` another confidence"
+    ("The ranked predictions of one class with their outcome at one IoU threshold, after giving record `pick` another "
+     "confidence")
     recs = list(records)
     if pick is not None:
         i, c, _, obj = _wad_record(recs[pick], pick)
@@ -485,7 +531,7 @@ def ranking_explorer(truth,          # {frame: ImageTruth}
                      cls=33,         # the class shown
                      threshold=0.5,  # the IoU threshold shown first
                      **options,      # options of `average_precision`
-                    ):               # an ipywidgets VBox: prediction, confidence and threshold controls, the numbers, the list
+                    ):               # a VBox: prediction, confidence and threshold controls, the numbers, the list
     "Widget: give one prediction another confidence and watch the ranking, TP/FP at the IoU threshold and the AP change"
     import ipywidgets as w
     import matplotlib.pyplot as plt
@@ -494,9 +540,12 @@ def ranking_explorer(truth,          # {frame: ImageTruth}
     rows0, res0 = confidence_ranking(truth, recs, cls, threshold, **options)
     if not rows0: raise ValueError(f"no prediction of class {cls}: nothing to rank")
     conf0 = {r["prediction"]: r["confidence"] for r in rows0}
-    pick = w.Dropdown(options=[(f"#{r['prediction']} (rank {r['rank']}, {r['outcome']})", r["prediction"]) for r in rows0], description="prediction")
-    conf = w.FloatSlider(value=rows0[0]["confidence"], min=0.01, max=1.0, step=0.01, description="confidence", continuous_update=False)
-    thr = w.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in res0.thresholds], description="IoU t", continuous_update=False)
+    pick = w.Dropdown(options=[(f"#{r['prediction']} (rank {r['rank']}, {r['outcome']})",
+                                r["prediction"]) for r in rows0], description="prediction")
+    conf = w.FloatSlider(value=rows0[0]["confidence"], min=0.01, max=1.0, step=0.01, description="confidence",
+                         continuous_update=False)
+    thr = w.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in res0.thresholds], description="IoU t",
+                            continuous_update=False)
     thr.value = float(res0.thresholds[np.argmin(np.abs(res0.thresholds - threshold))])
     info, out = w.HTML(), w.Output()
     name = WAD_CLASSES.get(cls, str(cls))
