@@ -4,14 +4,47 @@
 
 # %% ../nbs/16_demo.ipynb #0b7323c8
 from __future__ import annotations
-import importlib.util, shutil, sys, tempfile, time
+import csv, importlib.util, io, random, shutil, sys, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from .competitions import BUILT_IN
+from .scoring import new_file
 from .submissions import get_competition, score, validate
 
 # %% auto #0
-__all__ = ['DEMO_COMPETITIONS', 'DemoRun', 'DemoResult', 'run_demo']
+__all__ = ['DEMO_COMPETITIONS', 'DEMO_NEEDS', 'private_images', 'split_usage', 'DemoRun', 'DemoResult', 'DemoFolderExists',
+           'run_demo']
+
+# %% ../nbs/16_demo.ipynb #14500512
+def private_images(ids,          # image ids (repeats allowed: a solution has one row per object)
+                   seed=0,       # random seed of the draw
+                   share=1 / 3,  # about this share of the images is Private
+                  ) -> set:
+    "The Private images of a Public/Private split by image: about `share` of the distinct `ids`, never all or none"
+    distinct = list(dict.fromkeys(ids))
+    n = len(distinct)
+    k = min(max(round(n * share), 1), n - 1) if n > 1 else 0
+    return set(random.Random(seed).sample(distinct, k))
+
+# %% ../nbs/16_demo.ipynb #b27131de
+def split_usage(path,         # a solution CSV file (anything else is left as it is)
+                id_column,    # the column naming the image
+                seed=0,       # random seed of the split
+                share=1 / 3,  # about this share of the images is Private
+               ) -> set | None:
+    "Rewrite the `Usage` column of a solution CSV with `private_images`; the Private ids, or None when it has no Usage"
+    path = Path(path)
+    if not path.is_file(): return None
+    with open(path, encoding="utf-8", newline="") as f: text = f.read()
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or "Usage" not in rows[0]: return None
+    u, k = rows[0].index("Usage"), rows[0].index(id_column) if id_column in rows[0] else 0
+    private = private_images([r[k] for r in rows[1:]], seed, share)
+    side = lambda r: r[u] if r[u] == "Ignored" else "Private" if r[k] in private else "Public"
+    with new_file(path, overwrite=True) as f:
+        w = csv.writer(f, lineterminator="\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n")
+        w.writerows([rows[0]] + [r[:u] + [side(r)] + r[u + 1:] for r in rows[1:]])
+    return private
 
 # %% ../nbs/16_demo.ipynb #c233613d
 DEMO_COMPETITIONS = BUILT_IN   # in the walkthroughs' order
@@ -38,53 +71,70 @@ class DemoResult:
     def table(self) -> str:
         "The runs as a plain-text table"
         head = ("competition", "items", "rows", "score", "seconds", "submission")
-        cells = [head] + [(r.competition, str(r.items), str(r.rows), f"{r.score:.4f}", f"{r.seconds:.1f}", str(r.submission.relative_to(self.folder)))
-                          for r in self.runs]
+        cells = [head] + [(r.competition, str(r.items), str(r.rows), f"{r.score:.4f}", f"{r.seconds:.1f}",
+                           str(r.submission.relative_to(self.folder))) for r in self.runs]
         w = [max(len(c[k]) for c in cells) for k in range(len(head))]
-        return "\n".join("  ".join(v.ljust(n) if k in (0, 5) else v.rjust(n) for k, (v, n) in enumerate(zip(c, w))).rstrip() for c in cells)
+        line = lambda c: "  ".join(v.ljust(n) if k in (0, 5) else v.rjust(n) for k, (v, n) in enumerate(zip(c, w)))
+        return "\n".join(line(c).rstrip() for c in cells)
 
     def __repr__(self): return f"{self.table()}\n\nfiles in {self.folder}"
 
+# %% ../nbs/16_demo.ipynb #dae0725c
+DEMO_NEEDS = ("scipy",)   # what the baselines import beyond clinseg's requirements: pip install "clinseg[demo]"
+
+class DemoFolderExists(FileExistsError):
+    "A competition's folder of the demo exists already: `force=True` writes into it"
+    def __init__(self, folder):
+        super().__init__(f"{folder}: already exists (pass force=True to write into it)")
+        self.folder = Path(folder)
+
 # %% ../nbs/16_demo.ipynb #36b48b90
 def _demo_competitions(competitions):
-    "The competitions to run, each with a `demo` hook, or a clear error"
+    "The competitions to run, each with a `demo` hook, or a clear error; and the packages the baselines need"
     comps = []
     for c in competitions:
         try: comp = get_competition(c)
-        except ValueError: raise ValueError(f"unknown competition {c!r}: use one of {', '.join(DEMO_COMPETITIONS)}") from None
+        except ValueError:
+            raise ValueError(f"unknown competition {c!r}: use one of {', '.join(DEMO_COMPETITIONS)}") from None
         if comp.demo is None: raise ValueError(f"{comp.name} has no demo (its module defines no `demo` hook)")
         comps.append(comp)
-    if importlib.util.find_spec("scipy") is None:
-        raise ModuleNotFoundError("clinseg demo needs scipy for its baselines: pip install \"clinseg[lab]\"")
+    missing = [m for m in DEMO_NEEDS if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ModuleNotFoundError(f"clinseg demo needs {' and '.join(missing)} for its baselines, and it is not "
+                                  f"installed: pip install \"clinseg[demo]\"", name=missing[0])
     return comps
 
 # %% ../nbs/16_demo.ipynb #51084247
 def _demo_root(out, comps, force):
     root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="clinseg-demo-"))
-    if root.exists() and not root.is_dir(): raise NotADirectoryError(f"{root}: is a file, expected a folder to write the demo into")
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: is a file, expected a folder to write the demo into")
     for c in comps:
-        if (root / c.name).exists() and not force: raise FileExistsError(f"{root / c.name}: already exists (pass force=True, or --force, to write into it)")
+        if (root / c.name).exists() and not force: raise DemoFolderExists(root / c.name)
     return root
 
 # %% ../nbs/16_demo.ipynb #73abccce
 def _demo_one(comp, folder, seed) -> DemoRun:
-    "One competition's demo in `folder`: the hook's dataset and submission, validated and scored"
+    "One competition's demo in `folder`: the hook's dataset and submission, split Public/Private, validated and scored"
     start = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("submission.csv", "solution.csv"): (folder / name).unlink(missing_ok=True)   # only with force: the demo's own files
+    for name in ("submission.csv", "solution.csv"):
+        (folder / name).unlink(missing_ok=True)   # only with force: the demo's own files
     data, solution, submission = comp.demo(folder, seed)
+    split_usage(solution, comp.id_column, seed)
     report = validate(submission, comp, solution)
     if not report.ok: raise RuntimeError(f"the demo's own {comp.name} submission is invalid:\n{report!r}")
     s = score(solution, submission, comp)
-    return DemoRun(comp.name, len(s.table), s.score, report.rows, time.perf_counter() - start, data, solution, submission)
+    seconds = time.perf_counter() - start
+    return DemoRun(comp.name, len(s.table), s.score, report.rows, seconds, data, solution, submission)
 
 # %% ../nbs/16_demo.ipynb #7b3d2674
-def run_demo(out=None,                          # folder to write into; default a new clinseg-demo-… folder in the system's temporary folder (kept)
-             competitions=DEMO_COMPETITIONS,    # which competitions (names), in order
-             seed=0,                            # random seed of the datasets
-             force=False,                       # write into competition folders that already exist
-             quiet=False,                       # print nothing (the result holds the table)
-             log=None,                          # file the progress lines go to (default: standard output, before the table)
+def run_demo(out=None,                        # folder to write into (default: a new clinseg-demo-… temporary folder)
+             competitions=DEMO_COMPETITIONS,  # which competitions (names), in order
+             seed=0,                          # random seed of the datasets and of the Public/Private splits
+             force=False,                     # write into competition folders that already exist
+             quiet=False,                     # print nothing (the result holds the table)
+             log=None,                        # file of the progress lines (default: standard output, before the table)
             ) -> DemoResult:
     "Make a demo dataset per competition, run a baseline, write, validate and score its submission; print a table"
     comps = _demo_competitions(competitions)
@@ -96,7 +146,8 @@ def run_demo(out=None,                          # folder to write into; default 
             if not (root / comp.name).exists(): made.append(root / comp.name)
             run = _demo_one(comp, root / comp.name, seed)
             result.runs.append(run)
-            if not quiet: print(f"{comp.name}: score {run.score:.4f} ({run.seconds:.1f} s)", file=log or sys.stdout, flush=True)
+            if not quiet:
+                print(f"{comp.name}: score {run.score:.4f} ({run.seconds:.1f} s)", file=log or sys.stdout, flush=True)
     except BaseException:   # a failed (or interrupted) run leaves nothing half-made
         for f in [root] if new_root else made: shutil.rmtree(f, ignore_errors=True)
         raise
