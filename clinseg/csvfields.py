@@ -12,14 +12,16 @@ from .csvstream import MAX_ROW_BYTES, CSVSource, Report, bad_width, csv_chunks
 __all__ = ['Fields', 'fields_of', 'read_both_ways']
 
 # %% ../nbs/12a_csvfields.ipynb #ba4a10e0
-_LOW7, _HIGH = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)     # eight bytes at a time (section Making it fast)
+# eight bytes at a time (section Making it fast)
+_LOW7, _HIGH = np.uint64(0x7F7F7F7F7F7F7F7F), np.uint64(0x8080808080808080)
 _COMMAS, _LFS = np.uint64(0x2C2C2C2C2C2C2C2C), np.uint64(0x0A0A0A0A0A0A0A0A)  # ',' and '\n' in each byte
 _U1, _U8 = np.uint64(1), np.uint64(8)
 
 # %% ../nbs/12a_csvfields.ipynb #05b5ecc5
 @kernel
 def _scan_lines(a, width, kid):
-    "One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' bounds, and (kid >= 0) whether field kid is the line before's"
+    ("One pass over the plain block `a` (bytes as uint8): each line's bounds, comma count and first `width` fields' "
+     "bounds, and (kid >= 0) whether field kid is the line before's")
     n = 0
     for i in range(a.size): n += a[i] == 10
     if a.size and a[a.size - 1] != 10: n += 1
@@ -30,7 +32,8 @@ def _scan_lines(a, width, kid):
         start, f = i, 0
         fs[line, 0] = i
         while True:
-            while i + 8 <= a.size:            # eight bytes at a time: bit 7 of byte q of t is set where byte q is ',' or '\n'
+            # eight bytes at a time: bit 7 of byte q of t is set where byte q is ',' or '\n'
+            while i + 8 <= a.size:
                 w = np.uint64(0)
                 for q in range(7, -1, -1): w = (w << _U8) | np.uint64(a[np.uint64(i + q)])
                 y, z = w ^ _COMMAS, w ^ _LFS
@@ -50,7 +53,8 @@ def _scan_lines(a, width, kid):
             bounds[line, 0], bounds[line, 1], commas[line] = start, end, f
             i += 1
             break
-        if kid >= 0 and line > 0 and f == width - 1 and commas[line - 1] == width - 1:   # the line is fresh in the cache
+        # the line is fresh in the cache
+        if kid >= 0 and line > 0 and f == width - 1 and commas[line - 1] == width - 1:
             u, v, m = fs[line, kid], fs[line - 1, kid], fe[line, kid] - fs[line, kid]
             eq, q = m == fe[line - 1, kid] - v, 0
             while eq and q + 8 <= m:          # eight bytes at a time, then one by one
@@ -63,7 +67,8 @@ def _scan_lines(a, width, kid):
 # %% ../nbs/12a_csvfields.ipynb #d4d0c4a9
 @kernel
 def _scan_runs(a, s, e, base, touching):
-    "The fields `a[s[r]:e[r]]` of a plain block read as runs, `start length` pairs with one space between numbers: (counts, status, last, starts, lengths), see `Fields`"
+    ("The fields `a[s[r]:e[r]]` of a plain block read as runs, `start length` pairs with one space between numbers: "
+     "(counts, status, last, starts, lengths), see `Fields`")
     counts, status, last = np.zeros(s.size, np.int64), np.zeros(s.size, np.uint8), np.zeros(s.size, np.int64)
     room = 0
     for r in range(s.size): room += max(e[r] - s[r], 0) // 4 + 1   # a pair takes 4 bytes at least ('1 1 ')
@@ -77,12 +82,18 @@ def _scan_runs(a, s, e, base, touching):
                 c = np.int64(a[np.uint64(i)]) - 48
                 if c < 0 or c > 9: break
                 v, i = v * 10 + c, i + 1
-            if i == d0 or i - d0 > 18: bad = True; break   # no digit (a space too many, a stray byte), or too many
+            if i == d0 or i - d0 > 18:
+                bad = True
+                break   # no digit (a space too many, a stray byte), or too many
             if half == 0: st, half = v - base, 1
-            elif st < 0 or v <= 0 or st < prev or (touching and st == prev): bad = True; break
+            elif st < 0 or v <= 0 or st < prev or (touching and st == prev):
+                bad = True
+                break
             else: starts[p], lengths[p], p, prev, half = st, v, p + 1, st + v, 0
             if i == end: break
-            if a[np.uint64(i)] != 32 or i + 1 == end: bad = True; break   # a stray byte, or a space at the end
+            if a[np.uint64(i)] != 32 or i + 1 == end:
+                bad = True
+                break   # a stray byte, or a space at the end
             i += 1
         if bad or half: status[r], p = 1, p0
         else: counts[r], last[r] = p - p0, prev if p > p0 else 0
@@ -98,18 +109,24 @@ def _changes(a, s, e):
         if n != e[r - 1] - s[r - 1]: continue
         same = True
         for k in range(n):
-            if a[s[r] + k] != a[s[r - 1] + k]: same = False; break
+            if a[s[r] + k] != a[s[r - 1] + k]:
+                same = False
+                break
         out[r] = not same
     return out
 
 # %% ../nbs/12a_csvfields.ipynb #e681d0ab
 class Fields:
-    "The rows of a plain block kept as bytes: field k of row r is `data[starts[r, k]:ends[r, k]]`; text is made only when asked"
-    def __init__(self, data, starts, ends, runs=None, changed=None):   # changed: {column: rows where it changes}, when the reader found them
-        self.data, self.array, self.starts, self.ends, self.runs = data, np.frombuffer(data, np.uint8), starts, ends, runs
+    ("The rows of a plain block kept as bytes: field k of row r is `data[starts[r, k]:ends[r, k]]`; text is made only "
+     "when asked")
+    def __init__(self, data, starts, ends, runs=None,
+                 changed=None):   # changed: {column: rows where it changes}, when the reader found them
+        self.data, self.array = data, np.frombuffer(data, np.uint8)
+        self.starts, self.ends, self.runs = starts, ends, runs
         self.changed = dict(changed or {})
     def __len__(self): return len(self.starts)
-    def __getitem__(self, r): return [self.data[a:b].decode("ascii") for a, b in zip(self.starts[r].tolist(), self.ends[r].tolist())]
+    def __getitem__(self, r):
+        return [self.data[a:b].decode("ascii") for a, b in zip(self.starts[r].tolist(), self.ends[r].tolist())]
     def __iter__(self): return (self[r] for r in range(len(self)))
     def column(self, k, rows=None) -> list[str]:
         "The text of column k (of the rows `rows`, default all)"
@@ -124,27 +141,34 @@ class Fields:
 
 # %% ../nbs/12a_csvfields.ipynb #f1890a32
 def fields_of(block, line, width, report, idx, runs=None, key=None):
-    "The good rows of a plain block as `Fields` (columns in `idx` order, `runs` read, `key`'s changes found), their line numbers, and the block's line count; bad widths reported"
+    ("The good rows of a plain block as `Fields` (columns in `idx` order, `runs` read, `key`'s changes found), their "
+     "line numbers, and the block's line count; bad widths reported")
     a = np.frombuffer(block, np.uint8)
     bounds, commas, fs, fe, same = _scan_lines(a, width, -1 if key is None else idx[key])
     numbers, good = np.arange(line + 1, line + 1 + len(commas)), commas == width - 1
     if not good.all():
         for j in np.flatnonzero(~good).tolist():
             bad_width(block[bounds[j, 0]:bounds[j, 1]].decode("ascii").split(","), int(numbers[j]), width, report)
-        fs, fe, numbers, key = fs[good], fe[good], numbers[good], None   # the rows around a bad one: compared when asked
+        # the rows around a bad one: compared when asked
+        fs, fe, numbers, key = fs[good], fe[good], numbers[good], None
     fs, fe = fs[:, idx], fe[:, idx]
-    r = None if runs is None else _scan_runs(a, np.ascontiguousarray(fs[:, runs[0]]), np.ascontiguousarray(fe[:, runs[0]]), runs[1], runs[2])
-    return Fields(block, fs, fe, r, None if key is None else {key: np.flatnonzero(~same)}), numbers.tolist(), len(commas)
+    r = None if runs is None else _scan_runs(a, np.ascontiguousarray(fs[:, runs[0]]),
+                                             np.ascontiguousarray(fe[:, runs[0]]), runs[1], runs[2])
+    return Fields(block, fs, fe, r,
+                  None if key is None else {key: np.flatnonzero(~same)}), numbers.tolist(), len(commas)
 
 # %% ../nbs/12a_csvfields.ipynb #8af81785
 def read_both_ways(path, columns, block=64, optional=(), others=(), columnar=False, max_row=MAX_ROW_BYTES):
-    "Chunks' rows and line numbers and the problems, read by the fast path (tiny blocks; as `Fields` with `columnar`) and by the csv module: for tests"
+    ("Chunks' rows and line numbers and the problems, read by the fast path (tiny blocks; as `Fields` with `columnar`) "
+     "and by the csv module: for tests")
     out = []
     for fast in (True, False):
         r = Report(path)
         with CSVSource(path) as src:
-            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others, fast=fast, block=block,
-                                                                         columnar=fields_of if columnar else None, max_row=max_row)]
+            rows = [(list(lines), rows) for lines, rows, _ in csv_chunks(src, columns, r, optional, others=others,
+                                                                         fast=fast, block=block,
+                                                                         columnar=fields_of if columnar else None,
+                                                                         max_row=max_row)]
         flat = ([l for ls, _ in rows for l in ls], [list(x) for _, rs in rows for x in rs])
         out.append((flat, [str(p) for p in r.problems], r.rows))
     return out

@@ -26,7 +26,8 @@ class Problem:
     @property
     def where(self) -> str:
         "`file: row N: field F`"
-        return ": ".join([self.file] + ([f"row {self.row}"] if self.row is not None else []) + ([f"field {self.field}"] if self.field else []))
+        return ": ".join([self.file] + ([f"row {self.row}"] if self.row is not None else [])
+                         + ([f"field {self.field}"] if self.field else []))
 
     def __str__(self): return f"{self.where}: {'warning: ' if self.level == 'warning' else ''}{self.message}"
 
@@ -37,7 +38,8 @@ class Report:
         self.file, self.limit = str(file), limit
         self.problems, self.errors, self.warnings, self.rows = [], 0, 0, 0
         self.checked = []   # what could be checked (e.g. no solution: sizes and missing ids were not)
-        self.complete = True  # False when reading stopped early (empty file, unreadable header or bytes): missing ids are not listed
+        # False when reading stopped early (empty file, unreadable header or bytes): missing ids are not listed
+        self.complete = True
         self._seen, self._keys = set(), []   # _keys[k] orders problems[k]: (whole-file, row, order of adding)
 
     def add(self, row, field, message, level="error", once=None):
@@ -50,9 +52,11 @@ class Report:
         key = (row is None, row or 0, self.errors + self.warnings)
         if len(self.problems) >= self.limit:   # full: a problem on an earlier row takes the place of the last one
             if not self.limit or key > self._keys[-1]: return
-            self._keys.pop(); self.problems.pop()
+            self._keys.pop()
+            self.problems.pop()
         k = bisect.bisect(self._keys, key)
-        self._keys.insert(k, key); self.problems.insert(k, Problem(self.file, row, field, message, level))
+        self._keys.insert(k, key)
+        self.problems.insert(k, Problem(self.file, row, field, message, level))
 
     @property
     def ok(self) -> bool:
@@ -89,7 +93,8 @@ def source_name(source) -> str:
 
 # %% ../nbs/12_csvstream.ipynb #ab055810
 class CSVSource:
-    "A CSV source (path, binary stream or text stream) opened for streaming, with the bytes read so far for a progress bar"
+    ("A CSV source (path, binary stream or text stream) opened for streaming, with the bytes read so far for a "
+     "progress bar")
     def __init__(self, source): self.source, self.name = source, source_name(source)
     def __enter__(self):
         s, self.own, self.raw, self.text, self.size, self.pos = self.source, False, None, None, None, lambda: 0
@@ -107,8 +112,8 @@ class CSVSource:
         if self.own: self.raw.close()   # a stream is the caller's to close
 
 # %% ../nbs/12_csvstream.ipynb #61a591dc
-_BINARY = {b"\x89PNG": "a PNG image", b"\xff\xd8": "a JPEG image", b"\x1f\x8b": "gzip-compressed", b"PK\x03\x04": "a zip archive",
-           b"\x00\x00\x00": "binary data", b"\n\x00\x00\x00": "binary data"}
+_BINARY = {b"\x89PNG": "a PNG image", b"\xff\xd8": "a JPEG image", b"\x1f\x8b": "gzip-compressed",
+           b"PK\x03\x04": "a zip archive", b"\x00\x00\x00": "binary data", b"\n\x00\x00\x00": "binary data"}
 
 def _binary(head) -> str | None:
     "What a file seems to be from its first bytes when it is not text (None: it may be text)"
@@ -124,14 +129,17 @@ class _TooLong(Exception):
     def __init__(self, row=None): self.row = row
 
 def _too_long(report, row, limit):
-    report.add(row, None, f"the row is longer than {limit:,} bytes, the longest the reader takes (max_row): is a line end missing?")
+    report.add(row, None,
+               f"the row is longer than {limit:,} bytes, the longest the reader takes (max_row): is a line end "
+               "missing?")
     report.complete = False
 
 # %% ../nbs/12_csvstream.ipynb #89e4d0aa
 _LINE_END = re.compile(rb"\r\n?|\n")
 
 def _first_line(read, limit):
-    "The first line of a binary stream (its end included) and the bytes read after it; (None, its first bytes) when none ends within `limit` bytes"
+    ("The first line of a binary stream (its end included) and the bytes read after it; (None, its first bytes) when "
+     "none ends within `limit` bytes")
     buf = b""
     while True:
         data = read(1 << 16)
@@ -152,7 +160,9 @@ def _other_header(names, want, others):
 def _wrong_names(names, header, want, report):
     "Same count of columns, other names: one problem per column (read on by position)"
     for k, (n, w) in enumerate(zip(names, want)):
-        if n != w: report.add(1, w, f"column {k + 1} is {n!r}, expected {w!r}" + (" (names are case-sensitive)" if n.lower() == w.lower() else ""))
+        if n != w:
+            report.add(1, w, f"column {k + 1} is {n!r}, expected {w!r}"
+                       + (" (names are case-sensitive)" if n.lower() == w.lower() else ""))
     return list(range(len(want)))
 
 # %% ../nbs/12_csvstream.ipynb #b8d86baa
@@ -179,50 +189,70 @@ def header_map(header,       # the header's fields, as read
     if set(want) <= set(names): return _reordered(names, header, want, optional, report)
     other = _other_header(names, want, others)
     if other:
-        report.add(1, None, f"the header {','.join(names)} is {other}'s: is the competition right? expected {','.join(want)}"); return None
+        report.add(1, None,
+                   f"the header {','.join(names)} is {other}'s: is the competition right? expected {','.join(want)}")
+        return None
     if not {n.lower() for n in names} & {w.lower() for w in want}:
-        report.add(1, None, f"{','.join(header)[:80]!r} is not the header {','.join(want)}: the file must start with it (is the header missing?)")
+        report.add(1, None,
+                   f"{','.join(header)[:80]!r} is not the header {','.join(want)}: the file must start with it (is the "
+                   "header missing?)")
         return list(range(len(want))) if len(names) == len(want) else None
     if len(names) == len(want): return _wrong_names(names, header, want, report)
     missing = [w for w in want if w not in names]
-    report.add(1, None, f"header {','.join(header)!r} lacks column{'s' if len(missing) > 1 else ''} {', '.join(missing)}: expected {','.join(want)}")
+    report.add(1, None,
+               f"header {','.join(header)!r} lacks column{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
+               f"expected {','.join(want)}")
     return None
 
 # %% ../nbs/12_csvstream.ipynb #6d9df49a
 def bad_width(row, line, width, report):
-    "Report a row with the wrong number of fields: a blank line is a warning, any other an error (with a hint when there are too many)"
+    ("Report a row with the wrong number of fields: a blank line is a warning, any other an error (with a hint when "
+     "there are too many)")
     if not row or row == [""]: report.add(line, None, "blank line", "warning")
-    else: report.add(line, None, f"{len(row)} fields, expected {width}" + (": a comma inside a value must be quoted" if len(row) > width else ""))
+    else:
+        report.add(line, None, f"{len(row)} fields, expected {width}"
+                   + (": a comma inside a value must be quoted" if len(row) > width else ""))
 
 # %% ../nbs/12_csvstream.ipynb #97e027f7
 def _read_after(raw, head, size):
-    "A new bytearray: the bytes `head`, then up to `size` bytes of the binary stream `raw`, read in place when it can (`readinto`)"
+    ("A new bytearray: the bytes `head`, then up to `size` bytes of the binary stream `raw`, read in place when it can "
+     "(`readinto`)")
     readinto = getattr(raw, "readinto", None)
-    if readinto is None: buf = bytearray(head); buf += raw.read(size); return buf
-    buf = bytearray(len(head) + size); buf[:len(head)] = head
+    if readinto is None:
+        buf = bytearray(head)
+        buf += raw.read(size)
+        return buf
+    buf = bytearray(len(head) + size)
+    buf[:len(head)] = head
     del buf[len(head) + (readinto(memoryview(buf)[len(head):]) or 0):]
     return buf
 
 # %% ../nbs/12_csvstream.ipynb #35071a03
 def _blocks(raw, rest, size, limit):
-    "Blocks of whole lines of a binary stream after the bytes `rest`, each read of `size` bytes (after the part line the one before left) cut at its last line end; `_TooLong` when a line grows past `limit` bytes"
+    ("Blocks of whole lines of a binary stream after the bytes `rest`, each read of `size` bytes (after the part line "
+     "the one before left) cut at its last line end; `_TooLong` when a line grows past `limit` bytes")
     pieces, n, head = [], 0, rest
     while True:
         buf = _read_after(raw, head, size)
         end = len(buf) == len(head)       # nothing more: the last line, maybe without its end
-        cut = len(buf) if end else max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1   # a \r at the very end may be half of \r\n
+        # a \r at the very end may be half of \r\n
+        cut = len(buf) if end else max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1
         if not cut and not end:           # no line ends in it: gathered, joined once the line ends
-            pieces.append(buf); n += len(buf); head = b""
+            pieces.append(buf)
+            n += len(buf)
+            head = b""
             if n > limit: raise _TooLong()
             continue
-        head = bytes(buf[cut:]); del buf[cut:]
+        head = bytes(buf[cut:])
+        del buf[cut:]
         if pieces: buf, pieces, n = b"".join(pieces + [buf]), [], 0
         if buf: yield buf
         if end: return
 
 # %% ../nbs/12_csvstream.ipynb #4cf58af8
 def _byte_lines(blocks, limit):
-    "The lines of blocks of whole lines, line ends kept, cut as `open(newline='')` cuts; `_TooLong` at a line of more than `limit` bytes"
+    ("The lines of blocks of whole lines, line ends kept, cut as `open(newline='')` cuts; `_TooLong` at a line of more "
+     "than `limit` bytes")
     for block in blocks:
         for line in block.splitlines(keepends=True):   # bytes split at \n, \r\n and \r only
             if len(line) > limit: raise _TooLong()
@@ -239,7 +269,8 @@ def _text_lines(readline, limit):
 
 # %% ../nbs/12_csvstream.ipynb #56e3fd39
 class _Feed:
-    "The lines given to the csv module: decoded one by one, numbered (`line`: the last one given), those of the current record kept"
+    ("The lines given to the csv module: decoded one by one, numbered (`line`: the last one given), those of the "
+     "current record kept")
     def __init__(self, physical, line, limit):   # physical: lines as bytes (decoded here) or text
         self.line, self.record, self.size, self.ended, self.limit = line, [], 0, False, limit
         self.lines = self._decoded(physical)
@@ -248,14 +279,18 @@ class _Feed:
             t = b if isinstance(b, str) else b.decode("utf-8")   # a UnicodeDecodeError is about line `self.line + 1`
             self.size += len(t)
             if self.size > self.limit: raise _TooLong(self.line - len(self.record) + 1)
-            self.line += 1; self.record.append(t)
+            self.line += 1
+            self.record.append(t)
             yield t
         self.ended = True   # the csv module asked past the end: only a quoted field left open makes it do that
-    def next_record(self): self.record.clear(); self.size = 0
+    def next_record(self):
+        self.record.clear()
+        self.size = 0
 
 # %% ../nbs/12_csvstream.ipynb #6c665930
 def _quote_opens(lines, first):
-    "Number of the line (of a record's `lines`, the first numbered `first`) where its quoted field that is never closed opens"
+    ("Number of the line (of a record's `lines`, the first numbered `first`) where its quoted field that is never "
+     "closed opens")
     at, quoted = first, False
     for n, t in enumerate(lines):
         i = 0
@@ -278,22 +313,33 @@ def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
     try:
         for row in reader:
             if feed.ended:
-                report.add(_quote_opens(feed.record, feed.line - len(feed.record) + 1), None, "a quoted field opens on this row and is "
-                           'never closed: the rest of the file would be one field (a quote inside a value is written "")')
-                report.complete = False; break
-            line = feed.line; feed.next_record()
-            if len(row) != width: bad_width(row, line, width, report); continue
+                report.add(_quote_opens(feed.record, feed.line - len(feed.record) + 1), None,
+                           "a quoted field opens on this row and is "
+                           'never closed: the rest of the file would be one field (a quote inside a value is written '
+                           '"")')
+                report.complete = False
+                break
+            line = feed.line
+            feed.next_record()
+            if len(row) != width:
+                bad_width(row, line, width, report)
+                continue
             if len(rows) >= chunk_rows:   # handed over before the next row: the last row stays until the end is known
                 report.rows += len(rows)
                 if progress is not None: progress(pos())
-                csv.field_size_limit(old); yield lines, rows, present; csv.field_size_limit(limit)
+                csv.field_size_limit(old)
+                yield lines, rows, present
+                csv.field_size_limit(limit)
                 lines, rows = [], []
-            rows.append(fix(row)); lines.append(line)
+            rows.append(fix(row))
+            lines.append(line)
     except UnicodeDecodeError as e:
-        report.add(feed.line + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8"); report.complete = False
+        report.add(feed.line + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8")
+        report.complete = False
     except _TooLong as e: _too_long(report, e.row or feed.line + 1, feed.limit)
     except csv.Error as e:
-        report.add(feed.line, None, f"not valid CSV: {e}"); report.complete = False
+        report.add(feed.line, None, f"not valid CSV: {e}")
+        report.complete = False
     finally: csv.field_size_limit(old)
     if rows:
         report.rows += len(rows)
@@ -310,11 +356,19 @@ def _read_header(src, report, columns):
         else:
             first, rest = _first_line(src.raw.read, MAX_HEADER_BYTES)
             what = _binary((first or b"") + rest[:8])
-            if what: report.add(None, None, f"not a CSV text file: it is {what}"); report.complete = False; return None, b""
+            if what:
+                report.add(None, None, f"not a CSV text file: it is {what}")
+                report.complete = False
+                return None, b""
             try: text = None if first is None else first.decode("utf-8-sig")
-            except UnicodeDecodeError as e: report.add(1, None, f"cannot read the header: not UTF-8 text ({e.reason})"); report.complete = False; return None, b""
+            except UnicodeDecodeError as e:
+                report.add(1, None, f"cannot read the header: not UTF-8 text ({e.reason})")
+                report.complete = False
+                return None, b""
         if text is None or len(text) > MAX_HEADER_BYTES:
-            report.add(1, None, f"the header line is longer than {MAX_HEADER_BYTES:,} bytes: is this a CSV file?"); report.complete = False; return None, b""
+            report.add(1, None, f"the header line is longer than {MAX_HEADER_BYTES:,} bytes: is this a CSV file?")
+            report.complete = False
+            return None, b""
         header = next(csv.reader([text]), None) if text else None
         if header is not None: return header, rest
         report.add(None, None, "the file is empty: expected the header " + ",".join(columns))
@@ -333,25 +387,38 @@ def csv_chunks(src,               # an open `CSVSource`
                others=(),         # (label, columns) of other known formats, to name a wrong header
                fast=True,         # plain blocks read without the csv module (False: the csv module only)
                block=BLOCK_SIZE,  # bytes per block of the fast path
-               columnar=None,     # a reader of plain blocks as columns, used when numba is there (`fields_of`, chapter 12a); None: lists
-               runs=None,         # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs
-               key=None,          # with `columnar`: index in `columns` of a column whose changes from row to row are found in the first pass
-               max_row=MAX_ROW_BYTES, # the longest row read, in bytes: the reader stops at a longer one (section Limits)
+               # a reader of plain blocks as columns, used when numba is there (`fields_of`, chapter 12a); None: lists
+               columnar=None,
+               # with `columnar`: (index in `columns`, base, touching refused) of a column read as runs
+               runs=None,
+               # with `columnar`: index in `columns` of a column whose changes from row to row
+               # are found in the first pass
+               key=None,
+               # the longest row read, in bytes: the reader stops at a longer one (section Limits)
+               max_row=MAX_ROW_BYTES,
               ):
-    "(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in `columns` order"
-    if columnar is True: raise TypeError("columnar: pass the reader of plain blocks (clinseg.csvfields.fields_of), not True")
+    ("(line numbers, rows, names of the optional columns present) chunks of a CSV file's data rows, columns in "
+     "`columns` order")
+    if columnar is True:
+        raise TypeError("columnar: pass the reader of plain blocks (clinseg.csvfields.fields_of), not True")
     header, rest = _read_header(src, report, columns)
     if header is None: return
     idx = header_map(header, columns, report, optional, others)
-    if idx is None: report.complete = False; return
+    if idx is None:
+        report.complete = False
+        return
     names, width = [h.strip() for h in header], len(header)
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
     if src.raw is not None and fast:
-        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row, *((columnar, idx, runs, key) if columnar and numba_available() else ()))
+        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row,
+                              *((columnar, idx, runs, key) if columnar and numba_available() else ()))
     else:
-        lines = _text_lines(src.text.readline, max_row) if src.raw is None else _byte_lines(_blocks(src.raw, rest, block, max_row), max_row)
-        yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows, progress, src.pos)
+        lines = _text_lines(src.text.readline,
+                            max_row) if src.raw is None else _byte_lines(_blocks(src.raw, rest, block, max_row),
+                                                                         max_row)
+        yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows,
+                             progress, src.pos)
     if progress is not None: progress(src.pos())
 
 # %% ../nbs/12_csvstream.ipynb #9d312dc9
@@ -362,8 +429,10 @@ def _plain(block):
 
 # %% ../nbs/12_csvstream.ipynb #f2fe2b5d
 def _split_rows(text, lines, width):
-    "Fields of the plain lines of `text`: one `split` per line (the limit keeps a line with too many commas whole for the count)"
-    if text.count(",") == len(lines) * (width - 1):   # one count over the block: then each line has width - 1 commas if each has at least that many
+    ("Fields of the plain lines of `text`: one `split` per line (the limit keeps a line with too many commas whole for "
+     "the count)")
+    # one count over the block: then each line has width - 1 commas if each has at least that many
+    if text.count(",") == len(lines) * (width - 1):
         rows = [x.split(",", width - 1) for x in lines]
         if sum(map(len, rows)) == len(rows) * width: return rows
     return [x.split(",") for x in lines]
@@ -380,7 +449,8 @@ def _keep_good(rows, numbers, width, report):
 
 # %% ../nbs/12_csvstream.ipynb #68039535
 def _long_line(block, limit):
-    "(index, first byte) of the first line of a plain `block` longer than `limit` bytes, its line end included; None when there is none"
+    ("(index, first byte) of the first line of a plain `block` longer than `limit` bytes, its line end included; None "
+     "when there is none")
     if len(block) <= limit: return None
     ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + 1
     starts, ends = np.concatenate([[0], ends]), np.concatenate([ends, [len(block)]])
@@ -389,7 +459,8 @@ def _long_line(block, limit):
 
 # %% ../nbs/12_csvstream.ipynb #6dc71ffb
 def _rows_of(block, line, width, report, fix):
-    "The good rows of a plain block as lists of fields, their line numbers, and the block's line count; bad widths reported"
+    ("The good rows of a plain block as lists of fields, their line numbers, and the block's line count; bad widths "
+     "reported")
     text = block.decode("ascii")
     lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
     if lines[-1] == "": lines.pop()
@@ -397,8 +468,10 @@ def _rows_of(block, line, width, report, fix):
     return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
 
 # %% ../nbs/12_csvstream.ipynb #6bd2e81c
-def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, columnar=None, idx=None, runs=None, key=None):
-    "Chunks of rows of a plain file, read block by block (by `columnar`, columns in `idx` order, when given); hands over to the csv module at the first block that is not plain"
+def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, columnar=None, idx=None,
+               runs=None, key=None):
+    ("Chunks of rows of a plain file, read block by block (by `columnar`, columns in `idx` order, when given); hands "
+     "over to the csv module at the first block that is not plain")
     line, blocks = first_line, _blocks(src.raw, rest, block_size, limit)
     try:
         for block in blocks:
@@ -409,10 +482,13 @@ def _fast_rows(src, rest, first_line, width, report, present, fix, progress, blo
             long = _long_line(block, limit)
             if long is not None: block = block[:long[1]]   # the rows before it are read, then the reader stops
             if block:
-                rows, numbers, n = _rows_of(block, line, width, report, fix) if columnar is None else columnar(block, line, width, report, idx, runs, key)
+                if columnar is None: rows, numbers, n = _rows_of(block, line, width, report, fix)
+                else: rows, numbers, n = columnar(block, line, width, report, idx, runs, key)
                 line += n
                 report.rows += len(rows)
                 if progress is not None: progress(src.pos())
                 if len(rows): yield numbers, rows, present
-            if long is not None: _too_long(report, line + 1, limit); return
+            if long is not None:
+                _too_long(report, line + 1, limit)
+                return
     except _TooLong: _too_long(report, line + 1, limit)

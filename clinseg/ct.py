@@ -43,7 +43,8 @@ def _series_files(folder):
     if isinstance(folder, (str, Path)):
         folder = Path(folder)
         if not folder.is_dir(): raise DicomSeriesError(f"{folder} is not a folder")
-        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.upper() != "DICOMDIR")
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                       and p.name.upper() != "DICOMDIR")
         if not files:
             subs = sorted(p.name for p in folder.iterdir() if p.is_dir())
             hint = f"; it has subfolders {', '.join(subs[:5])}: pass one of them" if subs else ""
@@ -65,12 +66,15 @@ def _read_slices(files):
     slices, skipped = [], []
     for f in files:
         try: ds = dcmread(f, defer_size=_DEFER_BYTES)  # large values (pixel data) are read later, one slice at a time
-        except InvalidDicomError: skipped.append((f, "not a DICOM file")); continue
+        except InvalidDicomError:
+            skipped.append((f, "not a DICOM file"))
+            continue
         except Exception as e: raise DicomSeriesError(f"{f.name}: cannot be read as DICOM ({e})") from e
         kind = _NOT_SLICES.get(str(ds.get("SOPClassUID", "")))
         if kind: skipped.append((f, kind))
         elif "PixelData" not in ds: skipped.append((f, "no pixel data"))
-        elif (n := _whole_tag(ds, "NumberOfFrames", f.name, 1)) > 1: skipped.append((f, f"a multi-frame object ({n} frames)"))
+        elif (n := _whole_tag(ds, "NumberOfFrames", f.name, 1)) > 1:
+            skipped.append((f, f"a multi-frame object ({n} frames)"))
         else: slices.append((f, ds))
     return slices, skipped
 
@@ -78,7 +82,8 @@ def _read_slices(files):
 def _one_series(slices, series_uid):
     "The slices of one series: all of them if there is one, the requested one, or an error listing them"
     groups = {}
-    for f, ds in slices: groups.setdefault(str(ds.get("SeriesInstanceUID", "(no SeriesInstanceUID)")), []).append((f, ds))
+    for f, ds in slices:
+        groups.setdefault(str(ds.get("SeriesInstanceUID", "(no SeriesInstanceUID)")), []).append((f, ds))
     if series_uid is not None:
         if str(series_uid) not in groups:
             raise DicomSeriesError(f"no slices of series {series_uid}; the files hold {', '.join(groups)}")
@@ -86,7 +91,8 @@ def _one_series(slices, series_uid):
     if len(groups) > 1:
         lines = [f"  {uid}: {len(g)} files, e.g. {g[0][0].name} ({g[0][1].get('Modality', '?')}, "
                  f"{g[0][1].get('SeriesDescription', '')!s})" for uid, g in groups.items()]
-        raise DicomSeriesError(f"{len(groups)} series in one folder; pass series_uid= to choose one:\n" + "\n".join(lines))
+        raise DicomSeriesError(f"{len(groups)} series in one folder; pass series_uid= to choose one:\n"
+                               + "\n".join(lines))
     return next(iter(groups.values()))
 
 # %% ../nbs/10_ct.ipynb #7c667bfd
@@ -96,23 +102,32 @@ def _numbers(ds, keyword):
     if elem is None: return None
     if getattr(elem, "is_raw", False) and elem.VR in ("DS", "IS", None) and isinstance(elem.value, bytes):
         from pydicom.datadict import dictionary_VR
-        if (elem.VR or dictionary_VR(elem.tag)) in ("DS", "IS"):  # reading text is much faster than pydicom's DSfloat objects
+        # reading text is much faster than pydicom's DSfloat objects
+        if (elem.VR or dictionary_VR(elem.tag)) in ("DS", "IS"):
             words = elem.value.strip(b" \0").split(b"\\")
             if words == [b""]: return None
             try: return [float(w.strip(b" \0")) for w in words]
-            except ValueError: raise DicomSeriesError(f"{keyword} {_tag(keyword)} holds {elem.value[:40]!r}, not numbers") from None
+            except ValueError:
+                raise DicomSeriesError(f"{keyword} {_tag(keyword)} holds {elem.value[:40]!r}, not numbers") from None
     try:
         value = ds[keyword].value
-        if value is None or value == "" or (hasattr(value, "__len__") and not isinstance(value, str) and len(value) == 0): return None
-        return [float(v) for v in value] if hasattr(value, "__iter__") and not isinstance(value, str) else [float(value)]
-    except (ValueError, TypeError, OverflowError) as e: raise DicomSeriesError(f"{keyword} {_tag(keyword)} cannot be read as numbers ({e})") from None
+        if value is None or value == "" or (hasattr(value, "__len__") and not isinstance(value, str)
+                                            and len(value) == 0):
+            return None
+        if hasattr(value, "__iter__") and not isinstance(value, str): return [float(v) for v in value]
+        return [float(value)]
+    except (ValueError, TypeError, OverflowError) as e:
+        raise DicomSeriesError(f"{keyword} {_tag(keyword)} cannot be read as numbers ({e})") from None
 
 
 # %% ../nbs/10_ct.ipynb #95bbaeb4
-def _tag(keyword): from pydicom.tag import Tag; return str(Tag(keyword))   # e.g. (0028,0010) for Rows, for messages
+def _tag(keyword):
+    from pydicom.tag import Tag
+    return str(Tag(keyword))   # e.g. (0028,0010) for Rows, for messages
 
 def _whole_tag(ds, keyword, name, default=None) -> int:
-    "The one whole number >= 1 a tag holds (Rows, NumberOfFrames, ...), `default` when absent; an error naming the file and the tag"
+    ("The one whole number >= 1 a tag holds (Rows, NumberOfFrames, ...), `default` when absent; an error naming the "
+     "file and the tag")
     try: v = _numbers(ds, keyword)
     except DicomSeriesError as e: raise DicomSeriesError(f"{name}: {e}") from None
     if v is None and default is not None: return default
@@ -123,22 +138,30 @@ def _whole_tag(ds, keyword, name, default=None) -> int:
 
 
 # %% ../nbs/10_ct.ipynb #4a71e6ce
-_NATIVE = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"}  # uncompressed transfer syntaxes
+# uncompressed transfer syntaxes
+_NATIVE = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.1.99", "1.2.840.10008.1.2.2"}
 
 def check_pixel_data(ds,   # a pydicom dataset (its pixel data may be deferred)
                      name, # the file's name, for the messages
                     ) -> tuple[int, int, int]: # (frames, rows, columns)
-    "Frames, rows and columns of a dataset, checked before any pixel is decoded: whole numbers, at most `MAX_MASK_PIXELS` in all, and uncompressed pixel data of exactly frames × Rows × Columns × SamplesPerPixel × BitsAllocated / 8 bytes"
-    frames, rows, cols = (_whole_tag(ds, k, name, d) for k, d in (("NumberOfFrames", 1), ("Rows", None), ("Columns", None)))
+    ("Frames, rows and columns of a dataset, checked before any pixel is decoded: whole numbers, at most "
+     "`MAX_MASK_PIXELS` in all, and uncompressed pixel data of exactly frames × Rows × Columns × SamplesPerPixel × "
+     "BitsAllocated / 8 bytes")
+    frames, rows, cols = (_whole_tag(ds, k, name, d) for k, d in (("NumberOfFrames", 1), ("Rows", None),
+                                                                  ("Columns", None)))
     mask_size((frames, rows, cols), f"{name}: NumberOfFrames × Rows × Columns")
-    ts, elem = str(getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", "") or "1.2.840.10008.1.2"), ds.get_item("PixelData")
+    ts, elem = str(getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", "")
+                   or "1.2.840.10008.1.2"), ds.get_item("PixelData")
     if elem is not None and ts in _NATIVE:
         samples, bits = _whole_tag(ds, "SamplesPerPixel", name, 1), _whole_tag(ds, "BitsAllocated", name)
         need = -(-frames * rows * cols * samples * bits // 8)
-        has = elem.length if elem.value is None else len(elem.value)      # a deferred value: the length its header gives
+        # a deferred value: the length its header gives
+        has = elem.length if elem.value is None else len(elem.value)
         if has not in (need, need + need % 2):
-            raise DicomSeriesError(f"{name}: PixelData (7FE0,0010) holds {has:,} bytes, but NumberOfFrames {frames} × Rows {rows} × Columns {cols} × "
-                                   f"SamplesPerPixel {samples} × BitsAllocated {bits} / 8 = {need:,}: a wrong size tag, or a file cut short")
+            raise DicomSeriesError(f"{name}: PixelData (7FE0,0010) holds {has:,} bytes, but NumberOfFrames {frames} × "
+                                   f"Rows {rows} × Columns {cols} × "
+                                   f"SamplesPerPixel {samples} × BitsAllocated {bits} / 8 = {need:,}: a wrong size "
+                                   "tag, or a file cut short")
     return frames, rows, cols
 
 
@@ -149,17 +172,23 @@ def _geometry(f, ds):
     for tag in GEOMETRY_TAGS:
         try: values[tag] = _numbers(ds, tag)
         except DicomSeriesError as e: raise DicomSeriesError(f"{f.name}: {e}") from None
-        if values[tag] is None: raise DicomSeriesError(f"{f.name}: missing {tag} {_tag(tag)}: cannot place this slice in space")
+        if values[tag] is None:
+            raise DicomSeriesError(f"{f.name}: missing {tag} {_tag(tag)}: cannot place this slice in space")
     ipp, iop, ps = (np.array(values[t], float) for t in GEOMETRY_TAGS[:3])
     if ipp.shape != (3,) or iop.shape != (6,) or ps.shape != (2,):
-        raise DicomSeriesError(f"{f.name}: ImagePositionPatient needs 3 numbers, ImageOrientationPatient 6, PixelSpacing 2; "
+        raise DicomSeriesError(f"{f.name}: ImagePositionPatient needs 3 numbers, ImageOrientationPatient 6, "
+                               "PixelSpacing 2; "
                                f"found {ipp.size}, {iop.size}, {ps.size}")
     for tag, v in zip(GEOMETRY_TAGS, (ipp, iop, ps)):
-        if not np.isfinite(v).all(): raise DicomSeriesError(f"{f.name}: {tag} {_tag(tag)} is {v.tolist()}: not finite numbers")
-    if (ps <= 0).any(): raise DicomSeriesError(f"{f.name}: PixelSpacing {_tag('PixelSpacing')} is {ps.tolist()}: a spacing must be > 0 mm")
+        if not np.isfinite(v).all():
+            raise DicomSeriesError(f"{f.name}: {tag} {_tag(tag)} is {v.tolist()}: not finite numbers")
+    if (ps <= 0).any():
+        raise DicomSeriesError(f"{f.name}: PixelSpacing {_tag('PixelSpacing')} is {ps.tolist()}: a spacing must be > 0 "
+                               "mm")
     x, y = iop[:3], iop[3:]
     if abs(np.linalg.norm(x) - 1) > 1e-3 or abs(np.linalg.norm(y) - 1) > 1e-3 or abs(x @ y) > 1e-3:
-        raise DicomSeriesError(f"{f.name}: ImageOrientationPatient {iop.tolist()} is not two perpendicular unit vectors")
+        raise DicomSeriesError(f"{f.name}: ImageOrientationPatient {iop.tolist()} is not two perpendicular unit "
+                               "vectors")
     return ipp, iop, ps, check_pixel_data(ds, f.name)[1:]
 
 
@@ -191,7 +220,8 @@ def _slice_steps(files, positions, normal, gap_tol):
     if bad.size:
         k = bad[0]
         raise DicomSeriesError(f"uneven gaps: slices are {step:.4g} mm apart, but {names[k]} → {names[k + 1]} is "
-                               f"{steps[k]:.4g} mm ({bad.size} uneven gap{'s' if bad.size > 1 else ''}; a missing slice?)")
+                               f"{steps[k]:.4g} mm ({bad.size} uneven gap{'s' if bad.size > 1 else ''}; a missing "
+                               "slice?)")
     vec = (pos[-1] - pos[0]) / (len(files) - 1)
     drift = np.linalg.norm(np.diff(pos, axis=0) - vec, axis=1)
     if drift.max() > gap_tol * step:
@@ -204,7 +234,8 @@ def _slice_steps(files, positions, normal, gap_tol):
 _RAW_LITTLE_ENDIAN = {"1.2.840.10008.1.2", "1.2.840.10008.1.2.1"}
 
 def _pixels(ds):
-    "Stored pixel values of a single-frame slice: a view on the raw bytes when uncompressed little endian, else `pixel_array`"
+    ("Stored pixel values of a single-frame slice: a view on the raw bytes when uncompressed little endian, else "
+     "`pixel_array`")
     ts = str(getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", ""))
     bits = int(ds.get("BitsAllocated", 0))
     if ts in _RAW_LITTLE_ENDIAN and int(ds.get("SamplesPerPixel", 1)) == 1 and bits in (8, 16, 32):
@@ -214,7 +245,8 @@ def _pixels(ds):
         if len(raw) >= rows * cols * dtype.itemsize:
             arr = np.frombuffer(raw, dtype, count=rows * cols).reshape(rows, cols)
             shift = bits - int(ds.get("BitsStored", bits))
-            if shift > 0: arr = (arr << shift) >> shift  # ignore unused high bits (sign-extends signed data), as pydicom does
+            # ignore unused high bits (sign-extends signed data), as pydicom does
+            if shift > 0: arr = (arr << shift) >> shift
             return arr
     return ds.pixel_array
 
@@ -229,14 +261,18 @@ def _hu_volume(slices, # (path, dataset) pairs in slice order
                rows,   # Rows of every slice
                cols,   # Columns of every slice
               ) -> np.ndarray:
-    "HU of the slices in one float32 array, each slice with its own slope and intercept; an error names a file whose pixels cannot be read"
+    ("HU of the slices in one float32 array, each slice with its own slope and intercept; an error names a file whose "
+     "pixels cannot be read")
     try: hu = np.empty((len(slices), rows, cols), np.float32)
-    except MemoryError: raise DicomSeriesError(f"{slices[0][0].name}: {len(slices)} slices of {rows}×{cols} do not fit in memory as float32 HU") from None
+    except MemoryError:
+        raise DicomSeriesError(f"{slices[0][0].name}: {len(slices)} slices of {rows}×{cols} do not fit in memory as "
+                               "float32 HU") from None
     for k, (f, ds) in enumerate(slices):
         slope, intercept = _rescale(ds)
         try: pix = _pixels(ds)
         except Exception as e: raise DicomSeriesError(f"{f.name}: its pixel data cannot be read ({e})") from None
-        if pix.shape != (rows, cols): raise DicomSeriesError(f"{f.name}: pixel data has shape {pix.shape}, Rows/Columns say {(rows, cols)}")
+        if pix.shape != (rows, cols):
+            raise DicomSeriesError(f"{f.name}: pixel data has shape {pix.shape}, Rows/Columns say {(rows, cols)}")
         if slope == 1.0: np.add(pix, np.float32(intercept), out=hu[k], dtype=np.float32)  # one pass
         else:
             np.multiply(pix, np.float32(slope), out=hu[k], dtype=np.float32)
@@ -245,13 +281,15 @@ def _hu_volume(slices, # (path, dataset) pairs in slice order
     return hu
 
 # %% ../nbs/10_ct.ipynb #d4dd78ae
-_IJK_TO_SRC = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], float)  # NIfTI (i, j, k) -> (slice, row, col)
+# NIfTI (i, j, k) -> (slice, row, col)
+_IJK_TO_SRC = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], float)
 
 @dataclass(repr=False)
 class CTSeries:
     "A DICOM series as one volume: HU on (slice, row, column) voxels and its place in the patient (LPS)"
     hu: np.ndarray              # float32 HU, axes (slice, row, column); slices ascending along the normal
-    spacing: np.ndarray         # (step between slices, row spacing, column spacing) mm; the step comes from the positions
+    # (step between slices, row spacing, column spacing) mm; the step comes from the positions
+    spacing: np.ndarray
     origin: np.ndarray          # ImagePositionPatient of the first slice: centre of voxel (0, 0, 0), LPS mm
     direction: np.ndarray       # 3x3, columns: unit vectors of the slice, row and column axes in LPS
     affine: np.ndarray          # 4x4: (slice, row, column, 1) -> LPS mm
@@ -324,7 +362,8 @@ def _series_of(slices,     # (path, dataset) pairs of one series
         between = _numbers(slices[0][1], "SpacingBetweenSlices")
         step = between[0] if between else (1.0 if thickness is None else thickness)
         if not (math.isfinite(step) and step > 0):
-            raise DicomSeriesError(f"{names[0].name}: {'SpacingBetweenSlices' if between else 'SliceThickness'} is {step}: the slice step must be > 0 mm")
+            raise DicomSeriesError(f"{names[0].name}: {'SpacingBetweenSlices' if between else 'SliceThickness'} is "
+                                   f"{step}: the slice step must be > 0 mm")
         vec = normal * step
     mask_size((len(order), rows, cols), f"{names[0].name}: the series' slices × Rows × Columns")
     hu = _hu_volume([slices[i] for i in order], rows, cols)

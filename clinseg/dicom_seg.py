@@ -49,7 +49,8 @@ def _frame_geometry(seg, i):
     src = _frame_item(_frame_item(per, "DerivationImageSequence"), "SourceImageSequence")
     uid = str(src.ReferencedSOPInstanceUID) if src is not None and "ReferencedSOPInstanceUID" in src else None
     plane = _frame_item(per, "PlanePositionSequence")
-    pos = np.array([float(v) for v in plane.ImagePositionPatient]) if plane is not None and "ImagePositionPatient" in plane else None
+    placed = plane is not None and "ImagePositionPatient" in plane
+    pos = np.array([float(v) for v in plane.ImagePositionPatient]) if placed else None
     ident = _frame_item(per, "SegmentIdentificationSequence")
     return uid, pos, int(ident.ReferencedSegmentNumber) if ident is not None else 1
 
@@ -72,10 +73,14 @@ def _frame_slice(seg,    # the SEG dataset
                  name,   # the SEG file's name, for errors
                 ) -> int:
     "The series slice frame i lies on: by referenced SOP UID and/or by position, which must agree"
-    try: uid, pos, _ = _frame_geometry(seg, i); iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
-    except (ValueError, TypeError) as e: raise ValueError(f"{name}: frame {i + 1}: its position or orientation is not numbers ({e})") from None
+    try:
+        uid, pos, _ = _frame_geometry(seg, i)
+        iop = _shared_or_frame(seg, i, "PlaneOrientationSequence", "ImageOrientationPatient")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{name}: frame {i + 1}: its position or orientation is not numbers ({e})") from None
     for tag, v in (("ImagePositionPatient (0020,0032)", pos), ("ImageOrientationPatient (0020,0037)", iop)):
-        if v is not None and not np.isfinite(v).all(): raise ValueError(f"{name}: frame {i + 1}: {tag} is {np.asarray(v, float).tolist()}: not finite numbers")
+        if v is not None and not np.isfinite(v).all():
+            raise ValueError(f"{name}: frame {i + 1}: {tag} is {np.asarray(v, float).tolist()}: not finite numbers")
     if iop is not None:
         d = series.direction
         if np.abs(np.array(iop) - np.concatenate([d[:, 2], d[:, 1]])).max() > 1e-3:
@@ -112,7 +117,9 @@ def frames_to_masks(frames,                     # a SEG's pixel_array: frames of
 # %% ../nbs/10a_dicom_seg.ipynb #171fcc14
 def read_dicom_seg(path,          # a DICOM SEG file
                    series,        # the CTSeries it segments
-                   match="auto",  # put frames on slices by 'uid', by 'position', or 'auto' (uid when referenced, checked against position)
+                   # put frames on slices by 'uid', by 'position', or 'auto'
+                   # (uid when referenced, checked against position)
+                   match="auto",
                    tol=1e-2,      # allowed position mismatch, in voxels
                   ) -> DicomSeg:
     "A DICOM SEG's frames as boolean masks on the voxels of the series they reference"
@@ -120,22 +127,29 @@ def read_dicom_seg(path,          # a DICOM SEG file
     path = Path(path)
     try: seg = dcmread(path)
     except Exception as e: raise ValueError(f"{path.name}: cannot be read as DICOM ({e})") from None
-    if str(seg.get("SOPClassUID", "")) != "1.2.840.10008.5.1.4.1.1.66.4": raise ValueError(f"{path.name}: not a DICOM SEG")
-    if match not in ("auto", "uid", "position"): raise ValueError(f"match must be 'auto', 'uid' or 'position', not {match!r}")
-    shape, (_, rows, cols) = series.shape, check_pixel_data(seg, path.name)   # the sizes and the pixel data's length, before decoding
+    if str(seg.get("SOPClassUID", "")) != "1.2.840.10008.5.1.4.1.1.66.4":
+        raise ValueError(f"{path.name}: not a DICOM SEG")
+    if match not in ("auto", "uid", "position"):
+        raise ValueError(f"match must be 'auto', 'uid' or 'position', not {match!r}")
+    # the sizes and the pixel data's length, before decoding
+    shape, (_, rows, cols) = series.shape, check_pixel_data(seg, path.name)
     if (rows, cols) != shape[1:]:
         raise ValueError(f"{path.name}: frames are {seg.Rows}×{seg.Columns}, the series' slices {shape[1]}×{shape[2]}")
     ref = seg.get("ReferencedSeriesSequence")
-    if ref and "SeriesInstanceUID" in ref[0] and series.series_uid and str(ref[0].SeriesInstanceUID) != series.series_uid:
+    if (ref and "SeriesInstanceUID" in ref[0] and series.series_uid
+            and str(ref[0].SeriesInstanceUID) != series.series_uid):
         raise ValueError(f"{path.name}: segments series {ref[0].SeriesInstanceUID}, not this one ({series.series_uid})")
     try: frames = seg.pixel_array.reshape(-1, *shape[1:])
-    except Exception as e: raise ValueError(f"{path.name}: its pixel data cannot be decoded ({type(e).__name__}: {e})") from None
+    except Exception as e:
+        raise ValueError(f"{path.name}: its pixel data cannot be decoded ({type(e).__name__}: {e})") from None
     frames = frames_to_masks(frames, seg.get("SegmentationType", "BINARY"), seg.get("MaximumFractionalValue", 255))
     slices = np.array([_frame_slice(seg, i, series, match, tol, path.name) for i in range(len(frames))], int)
     names = {int(s.SegmentNumber): str(s.get("SegmentLabel", "")) for s in seg.get("SegmentSequence", [])}
     masks = {k: np.zeros(shape, bool) for k in sorted(names) or [1]}
     for i, frame in enumerate(frames):
         k = _frame_geometry(seg, i)[2]
-        if k not in masks: raise ValueError(f"{path.name}: frame {i + 1} belongs to segment {k}, which SegmentSequence does not define")
+        if k not in masks:
+            raise ValueError(f"{path.name}: frame {i + 1} belongs to segment {k}, which SegmentSequence does not "
+                             "define")
         masks[k][slices[i]] |= frame.astype(bool)
     return DicomSeg(masks, names, slices, path)

@@ -32,13 +32,15 @@ def _row_keys(rows, at):
 
 # %% ../nbs/13a_groups.ipynb #2e73848a
 def _check_ids(ids, lines, comp, report, known, seen, pattern):
-    "Unknown (with a solution or sample submission) or implausible (without), and duplicated ids (keys) of one chunk; returns the rows whose id is listed but not their key"
+    ("Unknown (with a solution or sample submission) or implausible (without), and duplicated ids (keys) of one chunk; "
+     "returns the rows whose id is listed but not their key")
     prev, n, later, at = None, len(comp.key_columns), [], comp.key_columns.index(comp.id_column)
     for k, i in enumerate(ids):
         if comp.per_image and i == prev: continue
         prev = i
         if n > 1 and i.count(KEY_SEPARATOR) != n - 1:
-            report.add(lines[k], _key_label(comp), f"the control character U+001F is not allowed in {_key_label(comp)}"); continue
+            report.add(lines[k], _key_label(comp), f"the control character U+001F is not allowed in {_key_label(comp)}")
+            continue
         v = i if n == 1 else i.split(KEY_SEPARATOR)[at]   # the id column's value
         if known is not None:   # the listed ids are the truth
             if i in known: pass
@@ -48,20 +50,25 @@ def _check_ids(ids, lines, comp, report, known, seen, pattern):
             bare = FILE_EXTENSION.sub("", v)
             ext = " (drop the file extension)" if bare != v and pattern.fullmatch(bare) else ""
             rule = f" ({comp.id_rule})" if comp.id_rule else ""
-            report.add(lines[k], comp.id_column, f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
+            report.add(lines[k], comp.id_column,
+                       f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
                        once=("format", v))
         if not comp.per_image:
-            if i in seen: report.add(lines[k], _key_label(comp), f"{key_text(comp, i)} appears again (first at row {seen[i]})")
+            if i in seen:
+                report.add(lines[k], _key_label(comp), f"{key_text(comp, i)} appears again (first at row {seen[i]})")
             else: seen[i] = lines[k]
     return later
 
 # %% ../nbs/13a_groups.ipynb #057b2769
 def _unlisted_keys(later, ids, lines, ok, comp, report, known):
-    "Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the competition's own check)"
+    ("Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the "
+     "competition's own check)")
     rest = [c for c in comp.key_columns if c != comp.id_column]
     at = comp.key_columns.index(comp.id_column)
     for k in later:
-        if ok[k]: report.add(lines[k], "/".join(rest), f"{key_text(comp, ids[k])} is not in {known.what}: it has {comp.id_column} "
+        if ok[k]:
+            report.add(lines[k], "/".join(rest),
+                       f"{key_text(comp, ids[k])} is not in {known.what}: it has {comp.id_column} "
                              f"{ids[k].split(KEY_SEPARATOR)[at]}, but not with this {'/'.join(rest)}")
 
 # %% ../nbs/13a_groups.ipynb #3e89a409
@@ -76,7 +83,8 @@ class Group:
 
 # %% ../nbs/13a_groups.ipynb #e1491a68
 class _Pending(Group):
-    "A group holding its runs (`starts`, `lengths`, `counts` per row); its `Objects` is made when first asked for (validating never asks)"
+    ("A group holding its runs (`starts`, `lengths`, `counts` per row); its `Objects` is made when first asked for "
+     "(validating never asks)")
     def __init__(self, id, rows, starts, lengths, counts, shape, order, extra=None, rejoined=False):
         self.id, self.rows, self.extra, self.rejoined = id, rows, extra or {}, rejoined
         self.starts, self.lengths, self._made = starts, lengths, (counts, shape, order)
@@ -84,34 +92,40 @@ class _Pending(Group):
     def objects(self) -> Objects:
         if not isinstance(self._made, Objects):
             n, shape, order = self._made
-            self._made = Objects.from_offsets(self.starts, self.lengths, np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
+            self._made = Objects.from_offsets(self.starts, self.lengths,
+                                              np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
                                               np.array(self.rows, np.int64), shape, order)
         return self._made
 
 # %% ../nbs/13a_groups.ipynb #2f5ef4be
 class _Builder:
     "Pieces of one group, gathered chunk by chunk (runs in pixel order `order` of an image of `shape`, when known)"
-    def __init__(self, id, order="C", shape=None): self.id, self.order, self.shape, self.rows, self.parts, self.extra = id, order, shape, [], [], {}
+    def __init__(self, id, order="C", shape=None):
+        self.id, self.order, self.shape, self.rows, self.parts, self.extra = id, order, shape, [], [], {}
     def add(self, rows, starts, lengths, counts, extra):
-        self.rows += rows; self.parts.append((starts, lengths, counts))
+        self.rows += rows
+        self.parts.append((starts, lengths, counts))
         for k, v in extra.items(): self.extra.setdefault(k, []).append(v)
     def build(self, rejoined=False):
         cat = lambda xs: np.concatenate(xs).astype(np.int64) if len(xs) != 1 else np.asarray(xs[0], np.int64)
         s, l, n = (cat([p[k] for p in self.parts] or [[]]) for k in range(3))
-        return _Pending(self.id, self.rows, s, l, n, self.shape, self.order, {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
+        return _Pending(self.id, self.rows, s, l, n, self.shape, self.order,
+                        {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
 
 # %% ../nbs/13a_groups.ipynb #bdd177c2
 def _overlap_check(g, comp, report, flag=None):
     "Name every pair of rows of one image whose masks overlap (`flag`: whether any two do, when known already)"
     if g.starts.size < 2: return
-    if flag is None and numba_available(): flag = _any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0]   # section Making it fast
+    # section Making it fast
+    if flag is None and numba_available(): flag = _any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0]
     if flag is None:
         s, l, _ = g.objects.sorted()        # kept by the Objects: the scorer's overlap counts reuse it
         flag = (s[1:] < np.maximum.accumulate(s + l)[:-1]).any()   # one sort says "no overlap" in most images
     if not flag: return
     i, j, shared = find_overlaps(g.objects.as_list())
     for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
-        report.add(g.rows[b], comp.rle_column, f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
+        report.add(g.rows[b], comp.rle_column,
+                   f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
                    "masks of one image must not overlap", once=("overlap", g.rows[a], g.rows[b]))
 
 # %% ../nbs/13a_groups.ipynb #223e68d2
@@ -129,15 +143,20 @@ def _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, report, solution):
     row_shapes = _row_shapes(ids, shapes, comp)
     offsets, starts, lengths, errors = parse_many(texts, conv, row_shapes)
     ok = np.ones(len(rows), bool)
-    for k, msg in errors.items(): report.add(lines[k], comp.rle_column, msg); ok[k] = False
+    for k, msg in errors.items():
+        report.add(lines[k], comp.rle_column, msg)
+        ok[k] = False
     if not (conv.empty == "field" or solution):
         for k in [k for k, t in enumerate(texts) if not t]:
-            report.add(lines[k], comp.rle_column, f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out"); ok[k] = False
+            report.add(lines[k], comp.rle_column,
+                       f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out")
+            ok[k] = False
     extra = {}
     if comp.check_rows is not None and not solution:
         cs = np.concatenate([[0], np.cumsum(lengths)])
         sums = [int(cs[offsets[k + 1]] - cs[offsets[k]]) if ok[k] else None for k in range(len(rows))]
-        sizes = [None if s is None else math.prod(s) for s in (row_shapes if isinstance(row_shapes, list) else [row_shapes] * len(rows))]
+        sizes = [None if s is None else math.prod(s) for s in (row_shapes if isinstance(row_shapes, list)
+                                                               else [row_shapes] * len(rows))]
         extra = comp.check_rows(rows, lines, sums, sizes, ok, report)
     return offsets, starts, lengths, ok, extra
 
@@ -148,7 +167,8 @@ def _take(bld, lines, offsets, starts, lengths, ok, extra, a, b):
     if not good: return
     n = np.diff(offsets)
     if len(good) == b - a:
-        bld.add(lines[a:b], starts[offsets[a]:offsets[b]], lengths[offsets[a]:offsets[b]], n[a:b], {k: v[a:b] for k, v in extra.items()})
+        bld.add(lines[a:b], starts[offsets[a]:offsets[b]], lengths[offsets[a]:offsets[b]], n[a:b],
+                {k: v[a:b] for k, v in extra.items()})
     else:
         sel = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in good]).astype(np.int64)
         bld.add([lines[k] for k in good], starts[sel], lengths[sel], n[good], {k: v[good] for k, v in extra.items()})
@@ -160,13 +180,20 @@ def _missing(report, comp, expected, got, known):
     if not missing or comp.missing == "ignore": return
     if comp.missing == "warning":
         a = "an" if comp.item[:1] in "aeiou" else "a"
-        if len(missing) == 1: say = f"{comp.item} {key_text(comp, missing[0])} has no row: scored as {a} {comp.item} with no predicted {comp.object_name}"
-        else: say = (f"{len(missing)} {comp.item}s have no row ({', '.join(key_text(comp, i) for i in missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+        if len(missing) == 1:
+            say = (f"{comp.item} {key_text(comp, missing[0])} has no row: scored as {a} {comp.item} with no predicted "
+                   f"{comp.object_name}")
+        else:
+            say = (f"{len(missing)} {comp.item}s have no row "
+                   f"({', '.join(key_text(comp, i) for i in missing[:3])}{', ...' if len(missing) > 3 else ''}): "
                      f"each is scored as {a} {comp.item} with no predicted {comp.object_name}")
-        report.add(None, _key_label(comp), say, "warning"); return
+        report.add(None, _key_label(comp), say, "warning")
+        return
     for i in missing:
-        report.add(None, _key_label(comp), f"{key_text(comp, i)} is missing: {known.what if known is not None else 'the solution'} has it, "
-                   f"every {'id' if len(comp.key_columns) == 1 else _key_label(comp, ', ')} needs a row (an empty field for an empty mask)")
+        report.add(None, _key_label(comp),
+                   f"{key_text(comp, i)} is missing: {known.what if known is not None else 'the solution'} has it, "
+                   f"every {'id' if len(comp.key_columns) == 1 else _key_label(comp, ', ')} needs a row (an empty "
+                   "field for an empty mask)")
 
 # %% ../nbs/13a_groups.ipynb #f834528b
 class _Reading:
@@ -177,7 +204,9 @@ class _Reading:
     def close(self):
         "The current image's group, checked (None when there is none)"
         if self.cur is None: return None
-        g = self.cur.build(); self.closed.add(self.cur.id); self.cur = None
+        g = self.cur.build()
+        self.closed.add(self.cur.id)
+        self.cur = None
         if self.comp.disjoint: _overlap_check(g, self.comp, self.report)
         return g
     def builder(self, i):
@@ -206,7 +235,8 @@ def _chunk_groups(st, lines, rows, ids, k_rle, comp, conv, shapes, known, patter
         for k in np.flatnonzero(ok).tolist():
             a, b = offsets[k], offsets[k + 1]
             shape = shapes.get(ids[k], comp.shape) if shapes is not None else comp.shape
-            objs = Objects.from_offsets(starts[a:b], lengths[a:b], np.array([0, b - a], np.int64), np.array([lines[k]], np.int64), shape, conv.order)
+            objs = Objects.from_offsets(starts[a:b], lengths[a:b], np.array([0, b - a], np.int64),
+                                        np.array([lines[k]], np.int64), shape, conv.order)
             yield Group(ids[k], [lines[k]], objs, {n: v[k:k + 1] for n, v in extra.items()})
         return
     bounds = [0] + [k for k in range(1, len(ids)) if ids[k] != ids[k - 1]] + [len(ids)]
@@ -231,16 +261,22 @@ def read_groups(source,          # path or text stream of a submission (or of a 
                ):
     "Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report`"
     conv = get_convention(comp.convention)
-    columns, optional = (tuple(c for c in comp.solution_columns if c != "Usage"), ("Usage",)) if solution else (comp.columns, ())
-    at, k_rle, pattern = [columns.index(c) for c in comp.key_columns], columns.index(comp.rle_column), re.compile(comp.id_pattern)
+    if solution: columns, optional = tuple(c for c in comp.solution_columns if c != "Usage"), ("Usage",)
+    else: columns, optional = comp.columns, ()
+    at = [columns.index(c) for c in comp.key_columns]
+    k_rle, pattern = columns.index(comp.rle_column), re.compile(comp.id_pattern)
     if known is None and shapes is not None: known = KnownIds(shapes)
     st = _Reading(comp, report if only is None else Report(report.file), only, conv.order, shapes)
     with CSVSource(source) as src:
         for lines, rows, _ in csv_chunks(src, columns, st.report, optional, progress=progress if only is None else None,
-                                         others=others, fast=fast, block=block, columnar=fields_of if _columnar(comp, conv, solution, only) else None,
+                                         others=others, fast=fast, block=block,
+                                         columnar=fields_of if _columnar(comp, conv, solution, only) else None,
                                          runs=(k_rle, conv.base, conv.merge_touching), key=at[0]):
-            if isinstance(rows, Fields): yield from _fields_groups(st, lines, rows, at[0], k_rle, comp, conv, shapes, known, pattern, solution)
-            else: yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known, pattern, solution)
+            if isinstance(rows, Fields):
+                yield from _fields_groups(st, lines, rows, at[0], k_rle, comp, conv, shapes, known, pattern, solution)
+            else:
+                yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known,
+                                         pattern, solution)
     yield from _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block)
 
 # %% ../nbs/13a_groups.ipynb #6e9f9f27
@@ -256,8 +292,12 @@ def _finish(st, source, comp, report, shapes, expected, solution, known, others,
     if g is not None: yield g
     if st.split and (comp.disjoint or comp.score_all is None):   # whole images are needed: gather the apart rows
         if not isinstance(source, (str, os.PathLike)) and not (hasattr(source, "seekable") and source.seekable()):
-            report.add(None, _key_label(comp), f"rows of images {', '.join(key_text(comp, i) for i in sorted(st.split)[:3])} are not together and the stream cannot be read twice")
-        else: yield from read_groups(source, comp, report, shapes, None, solution, None, known, others, fast, block, only=st.split)
+            report.add(None, _key_label(comp),
+                       f"rows of images {', '.join(key_text(comp, i) for i in sorted(st.split)[:3])} are not together "
+                       "and the stream cannot be read twice")
+        else:
+            yield from read_groups(source, comp, report, shapes, None, solution, None, known, others, fast, block,
+                                   only=st.split)
     report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
     if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
         _missing(report, comp, expected, st.closed if comp.per_image else st.seen, known)
@@ -266,19 +306,24 @@ def _finish(st, source, comp, report, shapes, expected, solution, known, others,
 def solution_truth(sol, only=None):
     "(id, truth `Objects`) of every id of a solution, in file order (`only`: these ids)"
     comp = sol.competition
-    if comp.truth is not None: yield from comp.truth(sol, only); return
+    if comp.truth is not None:
+        yield from comp.truth(sol, only)
+        return
     report = Report(sol.source)
-    groups = read_groups(sol.source, comp, report, sol.shapes, None, True, only=None if sol.contiguous else set(sol.shapes))
+    groups = read_groups(sol.source, comp, report, sol.shapes, None, True,
+                         only=None if sol.contiguous else set(sol.shapes))
     for g in groups:
         if only is not None and g.id not in only: continue
-        o = g.objects   # an image's empty row (no objects) is dropped; select only when there is one, keeping the Objects' sort
+        # an image's empty row (no objects) is dropped; select only when there is one, keeping the Objects' sort
+        o = g.objects
         yield g.id, (o.select(o.areas > 0) if comp.per_image and not (o.areas > 0).all() else o)
     if not report.ok: raise SubmissionError(report)
 
 # %% ../nbs/13a_groups.ipynb #4e6cf898
 @kernel
 def _overlap_words(s, l, bounds):
-    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): 1 when two of them share a pixel, else 0, one bit per pixel, 64 to a word; 2 for few runs spread far apart (left to a sort)"
+    ("For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): 1 when two of them share a pixel, else 0, "
+     "one bit per pixel, 64 to a word; 2 for few runs spread far apart (left to a sort)")
     out, ones = np.zeros(bounds.size - 1, np.int8), np.uint64(0xFFFFFFFFFFFFFFFF)
     for g in range(bounds.size - 1):
         x0, x1 = bounds[g], bounds[g + 1]
@@ -286,27 +331,36 @@ def _overlap_words(s, l, bounds):
         lo, hi = s[x0], s[x0] + l[x0]
         for k in range(x0, x1): lo, hi = min(lo, s[k]), max(hi, s[k] + l[k])
         words = (hi - lo) // 64 + 1
-        if words > 64 * (x1 - x0) + 4096:        # few runs spread far apart: the caller sorts them (a sort compiled here costs seconds once)
-            out[g] = 2; continue
+        # few runs spread far apart: the caller sorts them (a sort compiled here costs seconds once)
+        if words > 64 * (x1 - x0) + 4096:
+            out[g] = 2
+            continue
         bits = np.zeros(words, np.uint64)
         for k in range(x0, x1):
             a, b = s[k] - lo, s[k] - lo + l[k] - 1   # the run's first and last pixel
             wa, wb = a >> 6, b >> 6
             first, last = ones << np.uint64(a & 63), ones >> np.uint64(63 - (b & 63))
             if wa == wb: first &= last
-            if bits[wa] & first: out[g] = 1; break
+            if bits[wa] & first:
+                out[g] = 1
+                break
             bits[wa] |= first
             if wa == wb: continue
             for w in range(wa + 1, wb):
-                if bits[w]: out[g] = 1; break
+                if bits[w]:
+                    out[g] = 1
+                    break
                 bits[w] = ones
-            if out[g] or bits[wb] & last: out[g] = 1; break
+            if out[g] or bits[wb] & last:
+                out[g] = 1
+                break
             bits[wb] |= last
     return out
 
 # %% ../nbs/13a_groups.ipynb #f1f164d8
 def _any_overlap(s, l, bounds, compiled=None):
-    "For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel (`_overlap_words`; far-apart runs by one sort)"
+    ("For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel "
+     "(`_overlap_words`; far-apart runs by one sort)")
     if compiled is None: compiled = numba_available()
     code = (_overlap_words if compiled else _overlap_words.py)(s, l, bounds)
     for g in np.flatnonzero(code == 2).tolist():
@@ -317,23 +371,28 @@ def _any_overlap(s, l, bounds, compiled=None):
 
 # %% ../nbs/13a_groups.ipynb #caee7f70
 def _columnar(comp, conv, solution, only) -> bool:
-    "Whether plain blocks can be read as `Fields` by the compiled loops: one key column, rows grouped by image, plain start/length pairs"
-    return (numba_available() and only is None and comp.per_image and len(comp.key_columns) == 1 and (solution or comp.check_rows is None)
+    ("Whether plain blocks can be read as `Fields` by the compiled loops: one key column, rows grouped by image, plain "
+     "start/length pairs")
+    return (numba_available() and only is None and comp.per_image and len(comp.key_columns) == 1
+            and (solution or comp.check_rows is None)
             and conv.parse_text is None and not (conv.empty_text or conv.leading_space or conv.bar or conv.relative))
 
 # %% ../nbs/13a_groups.ipynb #e4cd1d88
 _NO_SIZE = 1 << 62   # a row's pixel count when its image's size is unknown: no run reaches it
 
 def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
-    "The runs a `Fields` chunk's reader read (`Fields.runs`), checked against each image's size; rows it did not vouch for go to `parse_many`, which names their problem"
+    ("The runs a `Fields` chunk's reader read (`Fields.runs`), checked against each image's size; rows it did not "
+     "vouch for go to `parse_many`, which names their problem")
     counts, status, last, starts, lengths = f.runs
     n = np.diff(bounds)
-    status = (status != 0) | (last > np.repeat([_NO_SIZE if s is None else math.prod(s) for s in gshapes], n))   # or a run past the image
+    # or a run past the image
+    status = (status != 0) | (last > np.repeat([_NO_SIZE if s is None else math.prod(s) for s in gshapes], n))
     ok, errors = np.ones(len(f), bool), {}
     if status.any():
         bad = np.flatnonzero(status)
         if counts[bad].any():   # runs of rows past their image: out, the reference reads those rows again
-            starts, lengths, counts = starts[np.repeat(~status, counts)], lengths[np.repeat(~status, counts)], np.where(status, 0, counts)
+            kept = np.repeat(~status, counts)
+            starts, lengths, counts = starts[kept], lengths[kept], np.where(status, 0, counts)
         group = np.repeat(np.arange(len(gshapes)), n)[bad].tolist()
         o2, s2, l2, found = parse_many(f.column(k_rle, bad), conv, [gshapes[g] for g in group])
         errors = {int(bad[j]): m for j, m in found.items()}
@@ -341,7 +400,8 @@ def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
         if keep.size:   # rows only the reference parser accepts: their runs go in at their place
             n2, at = np.diff(o2)[keep], np.concatenate([[0], np.cumsum(counts)])[bad[keep]]
             sel = np.concatenate([np.arange(o2[j], o2[j + 1]) for j in keep.tolist()]).astype(np.int64)
-            starts, lengths = np.insert(starts, np.repeat(at, n2), s2[sel]), np.insert(lengths, np.repeat(at, n2), l2[sel])
+            starts, lengths = np.insert(starts, np.repeat(at, n2),
+                                        s2[sel]), np.insert(lengths, np.repeat(at, n2), l2[sel])
             counts[bad[keep]] = n2
         ok[list(errors)] = False
     for k, msg in errors.items(): report.add(lines[k], comp.rle_column, msg)
@@ -349,7 +409,8 @@ def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
 
 # %% ../nbs/13a_groups.ipynb #c145aa0f
 def _fields_groups(st, lines, f, k_id, k_rle, comp, conv, shapes, known, pattern, solution):
-    "The groups a `Fields` chunk completes: `_chunk_groups`'s checks, in its order, with compiled passes over the columns"
+    ("The groups a `Fields` chunk completes: `_chunk_groups`'s checks, in its order, with compiled passes over the "
+     "columns")
     rep, cut = st.report, f.changes(k_id)
     bounds, ids = cut.tolist() + [len(f)], f.column(k_id, cut)
     _check_ids(ids, [lines[k] for k in bounds[:-1]], comp, rep, known, st.seen, pattern)
@@ -357,15 +418,20 @@ def _fields_groups(st, lines, f, k_id, k_rle, comp, conv, shapes, known, pattern
     counts, starts, lengths, ok = _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, rep)
     if not (conv.empty == "field" or solution):
         for k in np.flatnonzero(f.empty(k_rle)).tolist():
-            rep.add(lines[k], comp.rle_column, f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out"); ok[k] = False
+            rep.add(lines[k], comp.rle_column,
+                    f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out")
+            ok[k] = False
     good = bool(ok.all())
-    if not good: keep = np.repeat(ok, counts); starts, lengths, counts = starts[keep], lengths[keep], counts * ok
+    if not good:
+        keep = np.repeat(ok, counts)
+        starts, lengths, counts = starts[keep], lengths[keep], counts * ok
     at = np.concatenate([[0], np.cumsum(counts)])[bounds]              # each group's first run
     flags = _any_overlap(starts, lengths, at).tolist() if comp.disjoint else [False] * len(ids)
     at = at.tolist()
     for g, i in enumerate(ids):
         a, b = bounds[g], bounds[g + 1]
-        rows, n = (lines[a:b], counts[a:b]) if good else ([lines[k] for k in range(a, b) if ok[k]], counts[a:b][ok[a:b]])
+        rows, n = (lines[a:b], counts[a:b]) if good else ([lines[k] for k in range(a, b) if ok[k]],
+                                                          counts[a:b][ok[a:b]])
         s, l = starts[at[g]:at[g + 1]], lengths[at[g]:at[g + 1]]
         if g == 0 or g == len(ids) - 1:   # it may go on from the chunk before, or into the next: a builder gathers it
             bld, done = st.builder(i)

@@ -18,13 +18,16 @@ class ImageError(ValueError):
     "An image file that is missing, not an image, damaged or too large; the message begins with the file's path"
 
 # %% ../nbs/11_imageio.ipynb #2e7f9d02
-MAX_PIXELS = 2**31   # pixels (width × height) or voxels a file may declare: 2 GiB per 8-bit channel, 234 WAD frames; 2**31 - 1 is int32's largest
+# pixels (width × height) or voxels a file may declare: 2 GiB per 8-bit channel, 234 WAD frames; 2**31 - 1 is int32's
+# largest
+MAX_PIXELS = 2**31
 
 # %% ../nbs/11_imageio.ipynb #1ec5b11b
 _PILLOW_GUARD = threading.Lock()   # PIL.Image.MAX_IMAGE_PIXELS is a module global: one change at a time
 
 def _open_header(p):
-    "`Image.open(p)`: reads the header, decodes no pixel; Pillow's size guard lifted meanwhile (the caller checks `MAX_PIXELS`)"
+    ("`Image.open(p)`: reads the header, decodes no pixel; Pillow's size guard lifted meanwhile (the caller checks "
+     "`MAX_PIXELS`)")
     from PIL import Image
     with _PILLOW_GUARD:
         saved, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None
@@ -36,14 +39,16 @@ def _check_size(p, dims, unit="pixels (height×width)"):
     "An `ImageError` naming both sizes when a file declares more than `MAX_PIXELS` pixels (or voxels)"
     n = math.prod(int(d) for d in dims)
     if n > MAX_PIXELS:
-        raise ImageError(f"{p}: its header declares {'×'.join(map(str, dims))} {unit}, {n:,} in all, more than MAX_PIXELS = "
+        raise ImageError(f"{p}: its header declares {'×'.join(map(str, dims))} {unit}, {n:,} in all, more than "
+                         "MAX_PIXELS = "
                          f"{MAX_PIXELS:,}: refused before decoding (a decompression bomb?)")
 
 # %% ../nbs/11_imageio.ipynb #0c904018
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error)   # what Pillow raises for a damaged file
 
 def _opened(p, what, data):
-    "The image `p` (or its bytes `data`) opened, its header read and no pixel decoded; an `ImageError` naming `p` if it cannot be"
+    ("The image `p` (or its bytes `data`) opened, its header read and no pixel decoded; an `ImageError` naming `p` if "
+     "it cannot be")
     from PIL import UnidentifiedImageError
     if data is None and not p.exists(): raise ImageError(f"{p}: missing ({what})")
     if data is None and p.is_dir(): raise ImageError(f"{p}: is a folder, expected {what}")
@@ -61,10 +66,14 @@ def _check_shape(p, hw, shape, what):
 def read_image(path,             # an image file Pillow reads (PNG, JPEG, TIFF, ...)
                what="an image",  # what the file should be, for the messages (e.g. "a nucleus mask")
                convert=None,     # a Pillow mode to convert the decoded pixels to (e.g. "RGBA"); None: as stored
-               shape=None,       # the (height, width) the file must have, checked in its header before decoding; None: any
-               data=None,        # the file's bytes, already read (e.g. sent to a worker): decoded instead, `path` names them
+               # the (height, width) the file must have, checked in its header before decoding; None: any
+               shape=None,
+               # the file's bytes, already read (e.g. sent to a worker): decoded instead, `path` names them
+               data=None,
               ) -> tuple[str, np.ndarray]: # the file's Pillow mode, and its pixels
-    "Mode and pixels of an image file, all decoded now; `ImageError` naming the file if it is missing, no image, truncated, not of `shape`, or declares over `MAX_PIXELS` pixels (sizes checked before decoding: a few hundred bytes of PNG can declare 10 G)"
+    ("Mode and pixels of an image file, all decoded now; `ImageError` naming the file if it is missing, no image, "
+     "truncated, not of `shape`, or declares over `MAX_PIXELS` pixels (sizes checked before decoding: a few hundred "
+     "bytes of PNG can declare 10 G)")
     from PIL import Image
     p = Path(path)
     with _opened(p, what, data) as im:
@@ -72,7 +81,9 @@ def read_image(path,             # an image file Pillow reads (PNG, JPEG, TIFF, 
         _check_size(p, im.size[::-1])
         try: im.load()                     # decode every pixel now: a truncated file fails here, with its name
         except Image.DecompressionBombError as e: raise ImageError(f"{p}: {e}") from None
-        except _DECODE_ERRORS as e: raise ImageError(f"{p}: truncated or damaged, cannot be decoded as {what} ({type(e).__name__}: {e})") from None
+        except _DECODE_ERRORS as e:
+            raise ImageError(f"{p}: truncated or damaged, cannot be decoded as {what} ({type(e).__name__}: "
+                             f"{e})") from None
         return im.mode, np.array(im.convert(convert) if convert else im)
 
 
@@ -81,7 +92,8 @@ def image_shape(path,            # an image file Pillow reads
                 what="an image", # what the file should be, for the messages
                 shape=None,      # the (height, width) it must have; None: any
                ) -> tuple[int, int]: # (height, width)
-    "The (height, width) an image file's header declares, no pixel decoded (a few hundred bytes read); `ImageError` naming the file if it is missing, no image or not of `shape`"
+    ("The (height, width) an image file's header declares, no pixel decoded (a few hundred bytes read); `ImageError` "
+     "naming the file if it is missing, no image or not of `shape`")
     p = Path(path)
     with _opened(p, what, None) as im: hw = im.size[::-1]
     _check_shape(p, hw, shape, what)
@@ -101,7 +113,8 @@ def read_label_png(path,                       # a 16-bit label PNG, e.g. a WAD 
     mode, a = read_image(p, what, shape=shape, data=data)
     if mode not in _LABEL_MODES:
         raise ImageError(f"{p}: mode {mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
-    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2: raise ImageError(f"{p}: read as {a.dtype}, not 16-bit integers")
+    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2:
+        raise ImageError(f"{p}: read as {a.dtype}, not 16-bit integers")
     return a
 
 
@@ -127,22 +140,27 @@ def write_image(path,    # the file to write; its extension names the format
                 array,   # uint8 (H, W), (H, W, 3) RGB or (H, W, 4) RGBA; uint16 (H, W); bool (H, W)
                 **kwargs,
                ) -> Path: # the file written
-    "Write an array as an image file (format from the extension; `kwargs` go to Pillow's `save`, e.g. quality=75), creating its folder; `ImageError` naming the file if Pillow cannot store it"
+    ("Write an array as an image file (format from the extension; `kwargs` go to Pillow's `save`, e.g. quality=75), "
+     "creating its folder; `ImageError` naming the file if Pillow cannot store it")
     from PIL import Image
     p, a = Path(path), np.asarray(array)
     try: im = Image.fromarray(a)
-    except (TypeError, ValueError) as e: raise ImageError(f"{p}: cannot write a {a.dtype} array of shape {a.shape} as an image ({e})") from None
+    except (TypeError, ValueError) as e:
+        raise ImageError(f"{p}: cannot write a {a.dtype} array of shape {a.shape} as an image ({e})") from None
     p.parent.mkdir(parents=True, exist_ok=True)
     try: im.save(p, **kwargs)
-    except (KeyError, ValueError) as e: raise ImageError(f"{p}: cannot write this format ({type(e).__name__}: {e})") from None
+    except (KeyError, ValueError) as e:
+        raise ImageError(f"{p}: cannot write this format ({type(e).__name__}: {e})") from None
     except OSError as e:
-        if e.errno is not None: raise        # the file system's own error (permission, disk full): names the path already
+        # the file system's own error (permission, disk full): names the path already
+        if e.errno is not None: raise
         raise ImageError(f"{p}: cannot write a {im.mode} image in this format ({e})") from None
     return p
 
 # %% ../nbs/11_imageio.ipynb #7633819a
 class DatasetError(ImageError):
-    "A dataset's file or folder that is not what the competition's layout says (mode, size, values, a missing folder); the message begins with its path"
+    ("A dataset's file or folder that is not what the competition's layout says (mode, size, values, a missing "
+     "folder); the message begins with its path")
 
 # %% ../nbs/11_imageio.ipynb #e7666b52
 def need_file(path, what):
@@ -154,7 +172,8 @@ def need_file(path, what):
 # %% ../nbs/11_imageio.ipynb #a3e98c0d
 def dataset_root(folder) -> Path:
     "The dataset's folder, created"
-    root = Path(folder); root.mkdir(parents=True, exist_ok=True)
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
     return root
 
 # %% ../nbs/11_imageio.ipynb #82f8f8f2

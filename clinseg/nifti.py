@@ -53,13 +53,15 @@ class NiftiLabel:
     def __repr__(self):
         values, counts = np.unique(self.data, return_counts=True)
         vals = ", ".join(f"{v}: {c:,}" for v, c in zip(values[:6], counts[:6])) + (" ..." if values.size > 6 else "")
-        return (f"NiftiLabel({'×'.join(map(str, self.shape))} {self.data.dtype}, voxel axes toward {', '.join(self.axcodes)}, values {{{vals}}})\n"
+        return (f"NiftiLabel({'×'.join(map(str, self.shape))} {self.data.dtype}, voxel axes toward "
+                f"{', '.join(self.axcodes)}, values {{{vals}}})\n"
                 + describe_affine(self.affine, self.shape))
 
 # %% ../nbs/10_nifti.ipynb #343a3a54
 def read_nifti_label(path, # a .nii or .nii.gz label file
                     ) -> NiftiLabel:
-    "Read a NIfTI label: the integer array in the file's axis order and its RAS affine (finite and invertible), or an error naming the file"
+    ("Read a NIfTI label: the integer array in the file's axis order and its RAS affine (finite and invertible), or an "
+     "error naming the file")
     import nibabel as nib
     path = Path(path)
     try: img = nib.load(str(path))
@@ -70,17 +72,21 @@ def read_nifti_label(path, # a .nii or .nii.gz label file
     mask_size(img.shape, f"{path.name}: the voxels its header declares")
     try: data = np.asanyarray(img.dataobj)
     except Exception as e:   # EOFError of a .nii.gz cut short, zlib.error, OSError, MemoryError, ...
-        raise ValueError(f"{path.name}: its voxels cannot be read, the file is cut short or damaged ({type(e).__name__}: {e})") from None
+        raise ValueError(f"{path.name}: its voxels cannot be read, the file is cut short or damaged "
+                         f"({type(e).__name__}: {e})") from None
     return NiftiLabel(_label_data(data, path.name), affine, path)
 
 
 # %% ../nbs/10_nifti.ipynb #0b63008e
 def _checked_affine(affine, what) -> np.ndarray:
-    "The affine as floats; an error naming `what` unless it is a finite 4 × 4 whose 3 × 3 part is invertible (each voxel axis has a length and a direction)"
+    ("The affine as floats; an error naming `what` unless it is a finite 4 × 4 whose 3 × 3 part is invertible (each "
+     "voxel axis has a length and a direction)")
     a = np.asarray(affine, float)
-    if a.shape != (4, 4) or not np.isfinite(a).all(): raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not a finite 4×4 matrix")
+    if a.shape != (4, 4) or not np.isfinite(a).all():
+        raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not a finite 4×4 matrix")
     if (r := np.linalg.matrix_rank(a[:3, :3])) < 3:
-        raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not invertible (rank {r} of 3): it does not say where its voxels are")
+        raise ValueError(f"{what}: its affine {np.round(a, 4).tolist()} is not invertible (rank {r} of 3): it does not "
+                         "say where its voxels are")
     return a
 
 
@@ -88,11 +94,13 @@ def _checked_affine(affine, what) -> np.ndarray:
 def _label_data(data, # the label's array
                 what, # how to name it in an error (the file's name)
                ) -> np.ndarray:
-    "A 3-D integer label array; float arrays holding whole numbers are converted; anything else is an error naming `what`"
+    ("A 3-D integer label array; float arrays holding whole numbers are converted; anything else is an error naming "
+     "`what`")
     data = np.asarray(data)
     if data.ndim != 3: raise ValueError(f"{what}: a label volume must be 3-D, this one has shape {data.shape}")
     if data.dtype.kind == "f":
-        if not np.array_equal(data, np.round(data)): raise ValueError(f"{what}: holds non-integer values, it is not a label")
+        if not np.array_equal(data, np.round(data)):
+            raise ValueError(f"{what}: holds non-integer values, it is not a label")
         data = data.astype(np.uint8 if data.min() >= 0 and data.max() < 256 else np.int32)
     elif data.dtype.kind not in "biu": raise ValueError(f"{what}: holds {data.dtype} values, it is not a label")
     return data
@@ -119,7 +127,8 @@ def _mismatch(lab_affine, affine, drift):
     lab_mm, ct_mm = np.linalg.norm(lab_affine[:3, :3], axis=0), np.linalg.norm(affine[:3, :3], axis=0)
     lab_dirs = LPS_TO_RAS[:3, :3] @ (lab_affine[:3, :3] / lab_mm)   # label axes in LPS, unit length
     cos = np.abs((affine[:3, :3] / ct_mm).T @ lab_dirs)                # cosines between CT axes (rows) and label axes
-    hint = " (was it saved with np.eye(4) as its affine? save it with the CT's `nifti_affine`)" if np.allclose(lab_affine, np.eye(4)) else ""
+    hint = (" (was it saved with np.eye(4) as its affine? save it with the CT's "
+            "`nifti_affine`)") if np.allclose(lab_affine, np.eye(4)) else ""
     far = f" (voxels up to {drift:.3g} voxels off)" if drift is not None else ""
     names = ("slices", "rows", "columns")
     match = cos.argmax(1)
@@ -132,13 +141,16 @@ def _mismatch(lab_affine, affine, drift):
 
 # %% ../nbs/10_nifti.ipynb #2b655dd2
 def _as_nifti_label(label) -> NiftiLabel:
-    "A NiftiLabel from a NiftiLabel, a nibabel image or a path, its array and affine checked; an error for anything without an affine"
+    ("A NiftiLabel from a NiftiLabel, a nibabel image or a path, its array and affine checked; an error for anything "
+     "without an affine")
     if isinstance(label, (str, Path)): return read_nifti_label(label)
-    if isinstance(label, NiftiLabel): return NiftiLabel(_label_data(label.data, "the label"), _checked_affine(label.affine, "the label"), label.path)
+    if isinstance(label, NiftiLabel):
+        return NiftiLabel(_label_data(label.data, "the label"), _checked_affine(label.affine, "the label"), label.path)
     if hasattr(label, "dataobj") and hasattr(label, "affine"):
         name = Path(getattr(label, "get_filename", lambda: None)() or "the nibabel image").name
         return NiftiLabel(_label_data(label.dataobj, name), _checked_affine(label.affine, name))
-    raise TypeError(f"label must be a NiftiLabel, a nibabel image or a path, not {type(label).__name__}: a bare array does not say "
+    raise TypeError(f"label must be a NiftiLabel, a nibabel image or a path, not {type(label).__name__}: a bare array "
+                    "does not say "
                     "where its voxels are (wrap it as NiftiLabel(array, affine))")
 
 
@@ -146,7 +158,9 @@ def _as_nifti_label(label) -> NiftiLabel:
 def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a NIfTI file
                 series,          # the CTSeries whose voxel grid the label must be put on
                 tol=0.01,        # largest allowed displacement of any voxel, in voxels
-                trust="affine",  # 'affine': use the label's affine; 'baseline': ignore it, assume (column, row, slice) as the course's baseline
+                # 'affine': use the label's affine;
+                # 'baseline': ignore it, assume (column, row, slice) as the course's baseline
+                trust="affine",
                ) -> np.ndarray:  # the label on the series' voxels, axes (slice, row, column)
     "A NIfTI label on a CT series' voxel grid, by axis permutations and flips only; an error says how grids differ"
     label = _as_nifti_label(label)
@@ -159,7 +173,8 @@ def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a
     if trust != "affine": raise ValueError(f"trust must be 'affine' or 'baseline', not {trust!r}")
     m = np.linalg.inv(LPS_TO_RAS @ affine) @ label.affine  # label voxel -> CT voxel
     p = _signed_permutation(m[:3, :3], 0.5)  # the nearest signed permutation, if any
-    drift = None if p is None else float((np.abs(m[:3, :3] - p) @ (np.array(data.shape) - 1)).max())  # at the far corner
+    # at the far corner
+    drift = None if p is None else float((np.abs(m[:3, :3] - p) @ (np.array(data.shape) - 1)).max())
     if p is None or drift > tol: raise GridMismatchError(_mismatch(label.affine, affine, drift))
     src = np.abs(p).argmax(1)               # CT axis a comes from label axis src[a]
     sign = p[np.arange(3), src]
@@ -169,10 +184,12 @@ def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a
     problems = []
     names = ("slices", "rows", "columns")
     if out.shape != shape:
-        problems.append("shape: " + ", ".join(f"{out.shape[a]} {names[a]} in the label, {shape[a]} in the CT" for a in range(3) if out.shape[a] != shape[a]))
+        problems.append("shape: " + ", ".join(f"{out.shape[a]} {names[a]} in the label, {shape[a]} in the CT"
+                                              for a in range(3) if out.shape[a] != shape[a]))
     if np.any(np.abs(offset) > tol):
         mm = affine[:3, :3] @ offset
-        problems.append(f"origin: the label's first voxel is at CT voxel {np.round(offset, 3).tolist()} (slice, row, column), "
+        problems.append(f"origin: the label's first voxel is at CT voxel {np.round(offset, 3).tolist()} (slice, row, "
+                        "column), "
                         f"{np.linalg.norm(mm):.3g} mm away from the CT's")
     if problems: raise GridMismatchError("the label's grid is not the CT's: " + "; ".join(problems))
     return np.ascontiguousarray(out)
@@ -188,7 +205,8 @@ def series_to_nifti_order(volume) -> np.ndarray:
 
 # %% ../nbs/10_nifti.ipynb #d3ce27f2
 def nifti_to_series_order(array) -> np.ndarray:
-    "A baseline NIfTI label (column, row, slice) on the CT's (slice, row, column) axes (a view; use `align_label` to check the affine)"
+    ("A baseline NIfTI label (column, row, slice) on the CT's (slice, row, column) axes (a view; use `align_label` to "
+     "check the affine)")
     return series_to_nifti_order(array)
 
 # %% ../nbs/10_nifti.ipynb #31b25cae
@@ -196,13 +214,16 @@ def write_nifti_label(label,   # integer or boolean array on the series' voxels 
                       series,  # the CTSeries it belongs to
                       path,    # .nii.gz file to write
                      ) -> Path:
-    "Write a label on a series' voxels as a NIfTI file in the baseline layout (column, row, slice) with the series' RAS affine"
+    ("Write a label on a series' voxels as a NIfTI file in the baseline layout (column, row, slice) with the series' "
+     "RAS affine")
     import nibabel as nib
     label = np.asarray(label)
-    if label.shape != tuple(series.shape): raise ValueError(f"label shape {label.shape} is not the series' {tuple(series.shape)}")
+    if label.shape != tuple(series.shape):
+        raise ValueError(f"label shape {label.shape} is not the series' {tuple(series.shape)}")
     data = np.ascontiguousarray(series_to_nifti_order(label.astype(np.uint8) if label.dtype == bool else label))
     img = nib.Nifti1Image(data, series.nifti_affine)
-    img.set_sform(series.nifti_affine, code=1); img.set_qform(series.nifti_affine, code=1)
+    img.set_sform(series.nifti_affine, code=1)
+    img.set_qform(series.nifti_affine, code=1)
     path = Path(path)
     nib.save(img, str(path))
     return path

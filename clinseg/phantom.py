@@ -50,7 +50,8 @@ def _anatomy(x, y, z, tumour_radius):
     hu[_in_ellipse(x, y, 0, 74, 17, 15)] = 260                                   # ...and cancellous bone
     hu[_in_ellipse(x, y, 0, 101, 8, 7)] = 15                                     # spinal canal
     ribs = z > dome - 30
-    for angle in np.radians([25, 45, 65, 115, 135, 155, 205, 225, 245, 295, 315, 335]):  # ribs, clear of sternum and spine
+    # ribs, clear of sternum and spine
+    for angle in np.radians([25, 45, 65, 115, 135, 155, 205, 225, 245, 295, 315, 335]):
         hu[_in_ellipse(x, y, 148 * np.cos(angle), -10 + 98 * np.sin(angle), 7, 5) & ribs] = 700
     hu[_tumour(x, y, z, tumour_radius)] = 25                                     # the tumour
     return hu
@@ -73,7 +74,8 @@ def _phantom_geometry(shape, spacing, feet_first, oblique, gap_after, centre):
     normal = np.cross(x_dir, y_dir)
     steps = np.arange(n, dtype=float) - (n - 1) / 2
     if gap_after is not None:
-        if not 0 <= gap_after < n - 1: raise ValueError(f"gap_after must be a slice index from 0 to {n - 2}, not {gap_after}")
+        if not 0 <= gap_after < n - 1:
+            raise ValueError(f"gap_after must be a slice index from 0 to {n - 2}, not {gap_after}")
         steps[gap_after + 1:] += 1  # one slice position skipped
     corner = centre - (rows - 1) / 2 * spacing[1] * y_dir - (cols - 1) / 2 * spacing[2] * x_dir
     positions = corner + steps[:, None] * spacing[0] * normal
@@ -150,7 +152,8 @@ def _slice_dataset(pixels, k, position, x_dir, y_dir, spacing, thickness, uids, 
     ds.ImageOrientationPatient = [round(float(v), 6) for v in (*x_dir, *y_dir)]
     ds.SliceLocation = round(float(position @ np.cross(x_dir, y_dir)), 4)
     ds.SliceThickness = round(float(thickness), 4)
-    ds.PixelSpacing = [round(float(spacing[1]), 6), round(float(spacing[2]), 6)]  # row spacing first, then column spacing
+    # row spacing first, then column spacing
+    ds.PixelSpacing = [round(float(spacing[1]), 6), round(float(spacing[2]), 6)]
     ds.KVP, ds.ConvolutionKernel = 120, "STANDARD"
     ds.Rows, ds.Columns = pixels.shape
     ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
@@ -185,12 +188,15 @@ def _hw2_id(*parts, n=32):
     "A stable id like the homework's (n characters 0-9 a-z) from the parts"
     x = int.from_bytes(hashlib.sha256("-".join(map(str, parts)).encode()).digest(), "big")
     digits = []
-    for _ in range(n): x, r = divmod(x, 36); digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[r])
+    for _ in range(n):
+        x, r = divmod(x, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[r])
     return "".join(digits)
 
 # %% ../nbs/09_phantom.ipynb #4b51c1c6
 def _series_uids(key, case_id, series_uid, n):
-    "The UIDs of a phantom series (study, frame of reference, series, one SOP instance per slice), the same for the same `key`"
+    ("The UIDs of a phantom series (study, frame of reference, series, one SOP instance per slice), the same for the "
+     "same `key`")
     from pydicom.uid import generate_uid
     uids = dict(study=generate_uid(entropy_srcs=[key, "study"]), frame=generate_uid(entropy_srcs=[key, "frame"]),
                 series=series_uid or generate_uid(entropy_srcs=[key, case_id, "series"]))
@@ -199,7 +205,8 @@ def _series_uids(key, case_id, series_uid, n):
 
 # %% ../nbs/09_phantom.ipynb #13a867c0
 def _slice_values(position, x_dir, y_dir, shape, spacing, body_centre, tumour_radius, noise, slope, intercept, rng):
-    "One slice: stored values (12 bits, 0 outside the field of view), tumour mask, and the sum of the tumour's LPS points"
+    ("One slice: stored values (12 bits, 0 outside the field of view), tumour mask, and the sum of the tumour's LPS "
+     "points")
     _, rows, cols = shape
     x, y, z = _slice_points(position, x_dir, y_dir, rows, cols, spacing)
     rel = (x - body_centre[0], y - body_centre[1], z - body_centre[2])
@@ -217,21 +224,26 @@ def _slice_values(position, x_dir, y_dir, shape, spacing, body_centre, tumour_ra
 def _drop_tag(ds, missing):
     "Leave the tag `missing` out of one slice's dataset (a broken export)"
     from pydicom.datadict import tag_for_keyword
-    if tag_for_keyword(str(missing)) is None or missing not in ds: raise ValueError(f"missing must be a tag of the slices, e.g. 'ImagePositionPatient', not {missing!r}")
+    if tag_for_keyword(str(missing)) is None or missing not in ds:
+        raise ValueError(f"missing must be a tag of the slices, e.g. 'ImagePositionPatient', not {missing!r}")
     delattr(ds, missing)
 
 # %% ../nbs/09_phantom.ipynb #52baf7eb
 def ct_phantom(folder,                 # where to write: slices go to `folder/<case_id>/`
                shape=(24, 64, 64),     # (slices, rows, columns)
-               spacing=None,           # (slice step, row spacing, column spacing) mm; default covers 240 mm × 360 mm × 360 mm
-               case_id=None,           # the case's id (folder and label name); default: 32 characters 0-9 a-z from `seed`
+               # (slice step, row spacing, column spacing) mm; default covers 240 mm × 360 mm × 360 mm
+               spacing=None,
+               # the case's id (folder and label name); default: 32 characters 0-9 a-z from `seed`
+               case_id=None,
                seed=0,                 # random seed: noise, UIDs, file names
                feet_first=False,       # patient feet first (FFS): IOP [-1,0,0, 0,1,0], the normal points to the feet
                oblique=0.0,            # tilt of the slice planes, degrees
                gap_after=None,         # skip one slice position after this slice (an uneven gap)
-               missing=None,           # a geometry tag to leave out of one file (the middle slice), e.g. 'ImagePositionPatient'
+               # a geometry tag to leave out of one file (the middle slice), e.g. 'ImagePositionPatient'
+               missing=None,
                slice_thickness=None,   # the SliceThickness tag; default the real step
-               label_layout="baseline",# 'baseline' (column, row, slice), 'dcm2niix' (rows flipped) or 'kits' (slice first, to the feet)
+               # 'baseline' (column, row, slice), 'dcm2niix' (rows flipped) or 'kits' (slice first, to the feet)
+               label_layout="baseline",
                label_dir=None,         # folder for `<case_id>.nii.gz`; default `folder`; False: write no label
                tumour_radius=20.0,     # mm
                noise=10.0,             # standard deviation of the image noise, HU
@@ -244,7 +256,8 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     n, rows, cols = shape
     if n < 1 or rows < 8 or cols < 8: raise ValueError(f"shape must be at least (1, 8, 8), not {shape}")
     spacing = np.array(spacing if spacing is not None else (240.0 / n, 360.0 / rows, 360.0 / cols), float)
-    if label_layout not in _LABEL_LAYOUTS: raise ValueError(f"label_layout must be one of {', '.join(_LABEL_LAYOUTS)}, not {label_layout!r}")
+    if label_layout not in _LABEL_LAYOUTS:
+        raise ValueError(f"label_layout must be one of {', '.join(_LABEL_LAYOUTS)}, not {label_layout!r}")
     rng = np.random.default_rng(seed)
     key = f"clinseg-ct-phantom-{seed}-{shape}-{feet_first}-{oblique}-{gap_after}"
     case_id = case_id or _hw2_id(key, "case")
@@ -252,7 +265,8 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     x_dir, y_dir, normal, positions = _phantom_geometry(shape, spacing, feet_first, oblique, gap_after, body_centre)
     uids = _series_uids(key, case_id, series_uid, n)
     order_in_scan = np.arange(n) if feet_first else np.arange(n)[::-1]  # head first scans from the head down
-    info = dict(name=f"Phantom^{case_id[:8]}", id=case_id, series_number=1 + int(seed) % 900, slope=slope, intercept=intercept,
+    info = dict(name=f"Phantom^{case_id[:8]}", id=case_id, series_number=1 + int(seed) % 900, slope=slope,
+                intercept=intercept,
                 patient_position="FFS" if feet_first else "HFS", instance=(np.argsort(order_in_scan) + 1).tolist())
     dicom_dir = Path(folder) / case_id
     dicom_dir.mkdir(parents=True, exist_ok=True)
@@ -260,8 +274,8 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     names = [f"IM{prefix}_{p:04d}.dcm" for p in rng.permutation(n) + 1]  # shuffled: name order is not position order
     mask, centroid_sum, files = np.zeros(shape, bool), np.zeros(3), []
     for k in range(n):
-        stored, mask[k], tumour_sum = _slice_values(positions[k], x_dir, y_dir, shape, spacing, body_centre, tumour_radius,
-                                                    noise, slope, intercept, rng)
+        stored, mask[k], tumour_sum = _slice_values(positions[k], x_dir, y_dir, shape, spacing, body_centre,
+                                                    tumour_radius, noise, slope, intercept, rng)
         centroid_sum += tumour_sum
         ds = _slice_dataset(stored, k, positions[k], x_dir, y_dir, spacing, slice_thickness or spacing[0], uids, info)
         if missing is not None and k == n // 2: _drop_tag(ds, missing)

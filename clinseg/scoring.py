@@ -29,14 +29,18 @@ def replace_file(tmp,              # the finished file
                  path,             # where it belongs
                  overwrite=False,  # replace an existing `path`
                 ):
-    "Move the finished file `tmp` to `path` in one step, so `path` is never half-written; an existing `path` is kept unless `overwrite`"
-    if overwrite: os.replace(tmp, path); return
+    ("Move the finished file `tmp` to `path` in one step, so `path` is never half-written; an existing `path` is kept "
+     "unless `overwrite`")
+    if overwrite:
+        os.replace(tmp, path)
+        return
     exists = FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
     try: os.link(tmp, path)                    # refuses a name that exists, even one taken a moment ago
     except FileExistsError: raise exists from None
     except OSError:                            # a file system without hard links
         if os.path.lexists(path): raise exists from None
-        os.replace(tmp, path); return
+        os.replace(tmp, path)
+        return
     os.unlink(tmp)
 
 # %% ../nbs/14_scoring.ipynb #b7c41e02
@@ -44,13 +48,18 @@ def replace_file(tmp,              # the finished file
 def whole_file(path,             # the file to write
                overwrite=False,  # replace an existing file
               ):
-    "A temporary path beside `path` to write into: renamed to `path` when the block ends, removed if it fails; refuses an existing `path` unless `overwrite`"
+    ("A temporary path beside `path` to write into: renamed to `path` when the block ends, removed if it fails; "
+     "refuses an existing `path` unless `overwrite`")
     path = Path(path)
-    if os.path.lexists(path) and not overwrite: raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
     target = Path(os.path.realpath(path)) if path.is_symlink() else path   # through a link: its target
-    if target.exists() and not target.is_file(): yield target; return      # a device or a pipe: written in place
+    if target.exists() and not target.is_file():
+        yield target
+        return      # a device or a pipe: written in place
     if not target.parent.is_dir(): raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
-    tmp = target.with_name(f".part-{secrets.token_hex(4)}-{target.name}")   # same folder (a rename cannot cross file systems), same suffix
+    # same folder (a rename cannot cross file systems), same suffix
+    tmp = target.with_name(f".part-{secrets.token_hex(4)}-{target.name}")
     try:
         yield tmp
         replace_file(tmp, target, overwrite)
@@ -60,7 +69,8 @@ def whole_file(path,             # the file to write
 # %% ../nbs/14_scoring.ipynb #c2a9d4f1
 @contextmanager
 def new_file(path, overwrite=False):
-    "Open a new text file for writing, written whole or not at all (`whole_file`); an existing file is refused unless `overwrite`"
+    ("Open a new text file for writing, written whole or not at all (`whole_file`); an existing file is refused unless "
+     "`overwrite`")
     with whole_file(path, overwrite) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f: yield f
 
 # %% ../nbs/14_scoring.ipynb #37ffea3c
@@ -68,7 +78,8 @@ def _cell(v): return repr(v) if isinstance(v, float) else ("" if v is None else 
 
 # %% ../nbs/14_scoring.ipynb #184ade34
 class Table:
-    "Rows of a per-item table (a list of dicts with the same keys): printable, writable as CSV, and a DataFrame with pandas"
+    ("Rows of a per-item table (a list of dicts with the same keys): printable, writable as CSV, and a DataFrame with "
+     "pandas")
     def __init__(self, rows, columns=None):
         self.rows = list(rows)
         self.columns = list(columns or (self.rows[0].keys() if self.rows else []))
@@ -97,7 +108,9 @@ class Table:
         w = [max(len(row[k]) for row in cells) for k in range(len(shown))]
         text = ["  ".join(v.rjust(n) for v, n in zip(row, w)) for row in cells]
         more = [f"... {len(self.rows) - rows} more rows"] if len(self.rows) > rows else []
-        if len(self.columns) > columns: more.append(f"({len(self.columns) - columns} more columns: {', '.join(self.columns[columns:columns + 3])}, ...)")
+        if len(self.columns) > columns:
+            more.append(f"({len(self.columns) - columns} more columns: {', '.join(self.columns[columns:columns + 3])}, "
+                        "...)")
         return "\n".join(text + more)
 
 # %% ../nbs/14_scoring.ipynb #6e3f5e9a
@@ -114,11 +127,14 @@ class SubmissionScore:
 
     def to_dict(self) -> dict:
         "The figures as a JSON-ready dict (`score` first)"
-        return dict(score=self.score, public=self.public, private=self.private, competition=self.competition, items=len(self.table),
-                    rows=self.report.rows, warnings=self.report.warnings, options={k: v for k, v in self.options.items() if v is not None})
+        return dict(score=self.score, public=self.public, private=self.private, competition=self.competition,
+                    items=len(self.table),
+                    rows=self.report.rows, warnings=self.report.warnings,
+                    options={k: v for k, v in self.options.items() if v is not None})
 
     def __repr__(self):
-        pp = "" if self.public is None else f" (public {self.public:.6f}, private {'-' if self.private is None else f'{self.private:.6f}'})"
+        pp = "" if self.public is None else (f" (public {self.public:.6f}, private "
+                                             f"{'-' if self.private is None else f'{self.private:.6f}'})")
         return f"{self.competition} score {self.score:.6f}{pp} over {len(self.table)} items\n{self.table!r}"
 
 # %% ../nbs/14_scoring.ipynb #ce3ab98a
@@ -134,7 +150,8 @@ def dice_items(comp, items, options) -> list[dict]:
 
 # %% ../nbs/14_scoring.ipynb #670a974f
 def instance_items(comp, items, options) -> list[dict]:
-    "Table rows of the DSB 2018 score per image: mean over IoU thresholds of TP/(TP+FP+FN), with the counts at the first threshold"
+    ("Table rows of the DSB 2018 score per image: mean over IoU thresholds of TP/(TP+FP+FN), with the counts at the "
+     "first threshold")
     out = []
     for i, truth, pred, shape in items:
         r = dsb_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0), shape=shape)
@@ -146,30 +163,40 @@ def instance_items(comp, items, options) -> list[dict]:
     return out
 
 # %% ../nbs/14_scoring.ipynb #1c37477b
-READ_AHEAD_BYTES = 1 << 26   # 64 MiB: the most the scorer keeps of images read ahead (and, again, of images waiting for them)
+# 64 MiB: the most the scorer keeps of images read ahead (and, again, of images waiting for them)
+READ_AHEAD_BYTES = 1 << 26
 LATER = "later"              # `_TruthCursor.get`: this image was read ahead and forgotten; fetch it with `again`
 
 def _kept(o: Objects) -> tuple[Objects, int]:
-    "`o` with arrays of its own (a reader's arrays are views that keep their whole block of rows alive), and their bytes"
+    ("`o` with arrays of its own (a reader's arrays are views that keep their whole block of rows alive), and their "
+     "bytes")
     o = replace(o, starts=o.starts.copy(), lengths=o.lengths.copy(), owner=o.owner.copy(), ids=o.ids.copy(),
                 area=None if o.area is None else np.array(o.area, np.int64))
     return o, sum(a.nbytes for a in (o.starts, o.lengths, o.owner, o.ids))
 
 # %% ../nbs/14_scoring.ipynb #1d48b6e2
 class _TruthCursor:
-    "The solution's truth streamed in file order; an image asked for out of order is found by reading ahead, keeping at most `budget` bytes"
+    ("The solution's truth streamed in file order; an image asked for out of order is found by reading ahead, keeping "
+     "at most `budget` bytes")
     def __init__(self, sol, budget=READ_AHEAD_BYTES):
         self.sol, self.it, self.budget = sol, solution_truth(sol), budget
         self.cache, self.held, self.used, self.dropped, self.passes = {}, 0, set(), set(), 0
     def _keep(self, gid, t):
-        self.cache[gid] = t = _kept(t); self.held += t[1]
+        self.cache[gid] = t = _kept(t)
+        self.held += t[1]
         while self.held > self.budget and self.cache:   # forget the oldest
-            old = next(iter(self.cache)); self.held -= self.cache.pop(old)[1]; self.dropped.add(old)
+            old = next(iter(self.cache))
+            self.held -= self.cache.pop(old)[1]
+            self.dropped.add(old)
     def get(self, i):
-        "The truth of image `i`; `LATER` when it was read ahead and forgotten; None when asked for before (or not in the solution)"
+        ("The truth of image `i`; `LATER` when it was read ahead and forgotten; None when asked for before (or not in "
+         "the solution)")
         if i in self.used: return None
         self.used.add(i)
-        if i in self.cache: t, n = self.cache.pop(i); self.held -= n; return t
+        if i in self.cache:
+            t, n = self.cache.pop(i)
+            self.held -= n
+            return t
         if i in self.dropped: return LATER
         for gid, t in self.it:
             if gid == i: return t
@@ -202,7 +229,9 @@ def _batches(items, n):
     batch = []
     for x in items:
         batch.append(x)
-        if len(batch) >= n: yield batch; batch = []
+        if len(batch) >= n:
+            yield batch
+            batch = []
     if batch: yield batch
 
 # %% ../nbs/14_scoring.ipynb #d01af208
@@ -219,15 +248,18 @@ def _run_items(comp, items, options, executor, batch=8, inflight=16):
 
 # %% ../nbs/14_scoring.ipynb #a9ebf259
 def as_executor(executor):
-    "A `concurrent.futures.Executor` for `executor`: itself, or a dask.distributed `Client`'s executor (its tasks never cached)"
-    if executor is not None and type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "get_executor"):
+    ("A `concurrent.futures.Executor` for `executor`: itself, or a dask.distributed `Client`'s executor (its tasks "
+     "never cached)")
+    if (executor is not None and type(executor).__module__.split(".")[0] == "distributed"
+            and hasattr(executor, "get_executor")):
         return executor.get_executor(pure=False)   # pure=False: every batch is its own task, even two equal ones
     return executor
 
 # %% ../nbs/14_scoring.ipynb #9622449a
 def _score_all(comp, sol, submission, report, progress, options, reader, executor):
     "The competition's own scorer over the whole set, given the executor when it takes one"
-    extra = {"executor": executor} if executor is not None and "executor" in inspect.signature(comp.score_all).parameters else {}
+    takes = executor is not None and "executor" in inspect.signature(comp.score_all).parameters
+    extra = {"executor": executor} if takes else {}
     return comp.score_all(comp, sol, submission, report, progress, options, reader, **extra)
 
 # %% ../nbs/14_scoring.ipynb #8652623f
@@ -238,7 +270,8 @@ class Progress:
         if on and isinstance(source, (str, os.PathLike)):
             try: from tqdm import tqdm   # the terminal bar, on stderr (not the notebook widget)
             except ImportError: return
-            self.bar = tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=Path(source).name, file=sys.stderr, leave=False)
+            self.bar = tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=Path(source).name,
+                            file=sys.stderr, leave=False)
     def __call__(self, pos):
         if self.bar is not None: self.bar.update(pos - self.bar.n)
     def close(self):
@@ -255,19 +288,27 @@ def _items(sol, submission, comp, report, bar, others, fast, budget=None):
     budget = READ_AHEAD_BYTES if budget is None else budget
     cursor, rejoined, waiting, held = _TruthCursor(sol, budget), {}, {}, 0
     for g in read_groups(submission, comp, report, sol.shapes, sol.order, progress=bar, others=others, fast=fast):
-        if g.rejoined: rejoined[g.id] = g; continue
+        if g.rejoined:
+            rejoined[g.id] = g
+            continue
         if g.id not in sol.shapes or not report.ok: continue   # unknown (reported), or nothing will be scored
         t = cursor.get(g.id)
         if t is None: continue
-        if t is not LATER: yield g.id, t, g.objects, sol.shapes[g.id]; continue
-        waiting[g.id], n = _kept(g.objects); held += n
-        if held > budget: yield from _waiting_items(cursor, waiting, sol); waiting, held = {}, 0
+        if t is not LATER:
+            yield g.id, t, g.objects, sol.shapes[g.id]
+            continue
+        waiting[g.id], n = _kept(g.objects)
+        held += n
+        if held > budget:
+            yield from _waiting_items(cursor, waiting, sol)
+            waiting, held = {}, 0
     if not report.ok: return
     yield from _waiting_items(cursor, waiting, sol)
     for i, t in solution_truth(sol, only=set(rejoined)) if rejoined else ():
         yield i, t, rejoined[i].objects, sol.shapes[i]
     if comp.per_image:
-        for i, t in cursor.rest(skip=rejoined): yield i, t, _no_objects(sol.shapes[i], get_convention(comp.convention).order), sol.shapes[i]
+        for i, t in cursor.rest(skip=rejoined):
+            yield i, t, _no_objects(sol.shapes[i], get_convention(comp.convention).order), sol.shapes[i]
 
 # %% ../nbs/14_scoring.ipynb #d41ebf6d
 def _mean(values): return float(np.mean(values)) if len(values) else None
@@ -283,14 +324,18 @@ def summarise(comp, sol, rows, report, options) -> SubmissionScore:
     if usage is not None:
         pub = _mean([r["score"] for r in rows if r["Usage"] == "Public"])
         priv = _mean([r["score"] for r in rows if r["Usage"] == "Private"])
-    cols = [*comp.key_columns] + (["Usage"] if usage is not None else []) + [c for c in (rows[0] if rows else {}) if c not in (*comp.key_columns, "Usage")]
-    return SubmissionScore(comp.name, _mean(counted) if counted else float("nan"), pub, priv, Table(rows, cols), report, options)
+    scored = [c for c in (rows[0] if rows else {}) if c not in (*comp.key_columns, "Usage")]
+    cols = [*comp.key_columns] + (["Usage"] if usage is not None else []) + scored
+    return SubmissionScore(comp.name, _mean(counted) if counted else float("nan"), pub, priv, Table(rows, cols), report,
+                           options)
 
 # %% ../nbs/14_scoring.ipynb #67582b27
 def check_options(comp, options):
     "A clear error for an option the competition's metric does not have"
     extra = set(options) - set(comp.options)
-    if extra: raise TypeError(f"{comp.name} has no option {', '.join(sorted(extra))}: its options are {', '.join(sorted(comp.options)) or 'none'}")
+    if extra:
+        raise TypeError(f"{comp.name} has no option {', '.join(sorted(extra))}: its options are "
+                        f"{', '.join(sorted(comp.options)) or 'none'}")
 
 # %% ../nbs/14_scoring.ipynb #a6b2d8e0
 def usable_cpus() -> int:
@@ -307,8 +352,11 @@ def _ignore_sigint():
 # %% ../nbs/14_scoring.ipynb #c8d4f0a2
 @contextmanager
 def _sigint_deferred():
-    "Run the block with Ctrl-C held back (blocked in this thread, so a child forked here starts with it blocked); raised after the block"
-    if threading.current_thread() is not threading.main_thread(): yield; return   # only the main thread gets KeyboardInterrupt
+    ("Run the block with Ctrl-C held back (blocked in this thread, so a child forked here starts with it blocked); "
+     "raised after the block")
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return   # only the main thread gets KeyboardInterrupt
     caught = []
     old = signal.signal(signal.SIGINT, lambda *a: caught.append(True))
     mask = hasattr(signal, "pthread_sigmask")
@@ -333,8 +381,10 @@ class _LocalPool(ProcessPoolExecutor):
 def score_file(comp,              # `Competition`
                sol,               # its `Solution`
                submission,        # submission CSV: path or text stream
-               executor=None,     # a `concurrent.futures.Executor` or a dask.distributed `Client` to score items in parallel
-               jobs=None,         # or a number of local processes, at most `usable_cpus()` (ignored when `executor` is given)
+               # a `concurrent.futures.Executor` or a dask.distributed `Client` to score items in parallel
+               executor=None,
+               # or a number of local processes, at most `usable_cpus()` (ignored when `executor` is given)
+               jobs=None,
                limit=100,         # problems listed in the `SubmissionError` of an invalid submission
                progress=False,    # a progress bar on stderr
                others=(),         # (label, columns) of other competitions' headers
@@ -348,11 +398,14 @@ def score_file(comp,              # `Competition`
     if executor is None and jobs and jobs > 1: executor = own = _LocalPool(jobs)
     bar = Progress(submission, progress) if comp.score_all is None else None
     try:
-        if comp.score_all is not None: return _score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast), executor)
+        if comp.score_all is not None:
+            return _score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast),
+                              executor)
         rows = list(_run_items(comp, _items(sol, submission, comp, report, bar, others, fast), options, executor))
     finally:
         if bar is not None: bar.close()
-        if own is not None: own.shutdown(cancel_futures=True)   # after an error or Ctrl-C: the batches not started are dropped
+        # after an error or Ctrl-C: the batches not started are dropped
+        if own is not None: own.shutdown(cancel_futures=True)
     if not report.ok: raise SubmissionError(report)
     by_id = {key_of(comp, r): r for r in rows}
     return summarise(comp, sol, [by_id[i] for i in sol.order if i in by_id], report, options)
@@ -369,7 +422,8 @@ def read_sample_ids(source,   # the competition's sample submission (path or tex
             for r in rows: ids.setdefault(key_of(comp, dict(zip(comp.key_columns, (r[k] for k in at)))), None)
     if not report.ok: raise SubmissionError(report)
     if not ids:
-        report.add(None, None, "the sample submission has no rows"); raise SubmissionError(report)
+        report.add(None, None, "the sample submission has no rows")
+        raise SubmissionError(report)
     return list(ids)
 
 # %% ../nbs/14_scoring.ipynb #c7ad50df
@@ -384,17 +438,19 @@ def validate_file(comp,           # `Competition`
                   block=BLOCK_SIZE, # bytes per block of the fast path (1 MiB)
                  ) -> Report:
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
-    if sol is not None and sample is not None: raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")
+    if sol is not None and sample is not None:
+        raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")
     ids = read_sample_ids(sample, comp) if sample is not None else None
     known = KnownIds(dict.fromkeys(ids), "the sample submission") if ids is not None else None
     report = Report(source_name(submission), limit)
     bar = Progress(submission, progress)
     try:
-        for _ in read_groups(submission, comp, report, sol.shapes if sol else None, sol.order if sol else ids, progress=bar,
-                             known=known, others=others, fast=fast, block=block): pass
+        for _ in read_groups(submission, comp, report, sol.shapes if sol else None, sol.order if sol else ids,
+                             progress=bar, known=known, others=others, fast=fast, block=block): pass
     finally: bar.close()
     sizes = ["image sizes (fixed)"] if comp.shape else []
-    report.checked = ["header", "ids", "run-length strings", *comp.checks] + (["image sizes", "unknown and missing ids"] if sol else
+    report.checked = ["header", "ids", "run-length strings",
+                      *comp.checks] + (["image sizes", "unknown and missing ids"] if sol else
                      ["unknown and missing ids (sample submission)"] + sizes if ids else sizes)
     return report
 
@@ -405,14 +461,19 @@ def dask_client(scheduler=None,  # the address of a running scheduler, e.g. "tcp
                 timeout=20,      # seconds to wait for the scheduler
                ):
     "A dask.distributed `Client` of a running cluster or of a new local one, closed (with the local cluster) on exit"
-    if (scheduler is None) == (workers is None): raise ValueError("give a scheduler address or a number of workers (one of them)")
+    if (scheduler is None) == (workers is None):
+        raise ValueError("give a scheduler address or a number of workers (one of them)")
     try: from distributed import Client, LocalCluster
-    except ImportError: raise ImportError("scoring on a dask cluster needs dask.distributed: pip install 'dask[distributed]'") from None
+    except ImportError:
+        raise ImportError("scoring on a dask cluster needs dask.distributed: pip install 'dask[distributed]'") from None
     if workers is not None:
         if workers < 1: raise ValueError(f"workers: {workers}, need at least 1")
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
             yield client
         return
     try: client = Client(scheduler, timeout=timeout)
-    except (OSError, TimeoutError) as e: raise OSError(f"{scheduler}: no dask scheduler answered within {timeout} s ({type(e).__name__}: {str(e)[:120]})") from None
+    except (OSError, TimeoutError) as e:
+        raise OSError(f"{scheduler}: no dask scheduler answered within {timeout} s ({type(e).__name__}: "
+                      f"{str(e)[:120]})") from None
     with client: yield client

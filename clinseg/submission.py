@@ -31,16 +31,21 @@ class Competition:
     id_rule: str = ""           # `id_pattern` in words, for messages
     per_image: bool = False     # True: one row per object, rows grouped by image; False: one row per id
     solution_columns: tuple | None = None  # solution header (None: the solution is not a CSV; see `read_solution`)
-    shape_columns: tuple = ("Height", "Width")  # solution columns giving an image's size; one column: sizes like 512x512x97
+    # solution columns giving an image's size; one column: sizes like 512x512x97
+    shape_columns: tuple = ("Height", "Width")
     shape: tuple | None = None  # fixed image shape (else read from the solution)
     disjoint: bool = False      # masks of one image must not overlap (the checker refuses overlapping rows)
-    missing: str = "error"      # a solution id without a row: 'error', 'warning' (scored as having no object) or 'ignore'
+    # a solution id without a row: 'error', 'warning' (scored as having no object) or 'ignore'
+    missing: str = "error"
     item: str = "image"         # what one row of the score table is: 'image', 'volume', '(image, class) pair'
     object_name: str = "object" # what a row of a per-image file is, for messages ('nucleus')
     options: tuple = ("empty",) # the metric's options `score` accepts
-    score_items: Callable | None = None      # (competition, items, options) -> table rows; items are (id, truth, pred, shape)
-    score_all: Callable | None = None        # (competition, solution, submission, report, progress, options, reader) -> SubmissionScore
-    check_rows: Callable | None = None       # (rows, lines, sums, sizes, ok, report) -> {name: per-row values}; a size is None when unknown
+    # (competition, items, options) -> table rows; items are (id, truth, pred, shape)
+    score_items: Callable | None = None
+    # (competition, solution, submission, report, progress, options, reader) -> SubmissionScore
+    score_all: Callable | None = None
+    # (rows, lines, sums, sizes, ok, report) -> {name: per-row values}; a size is None when unknown
+    check_rows: Callable | None = None
     read_solution: Callable | None = None    # (source, competition) -> Solution, for a solution that is not a CSV
     truth: Callable | None = None            # (solution, only) -> (id, truth) pairs, with `read_solution`
     write_submission: Callable | None = None # (path, predictions, **kwargs)
@@ -52,7 +57,8 @@ class Competition:
 
     def __post_init__(self):
         if not self.key_columns: object.__setattr__(self, "key_columns", (self.id_column,))
-        elif self.id_column not in self.key_columns: raise ValueError(f"{self.name}: key_columns {self.key_columns} must include id_column {self.id_column!r}")
+        elif self.id_column not in self.key_columns:
+            raise ValueError(f"{self.name}: key_columns {self.key_columns} must include id_column {self.id_column!r}")
 
 # %% ../nbs/13_submission.ipynb #a4676904
 KEY_SEPARATOR = "\x1f"   # joins the key columns of a row into one key (ASCII's unit separator)
@@ -64,7 +70,8 @@ def key_text(comp, key) -> str:
 # %% ../nbs/13_submission.ipynb #baed1502
 def key_fields(comp, key) -> dict:
     "A key as {column: value}, e.g. for a table row"
-    return {comp.id_column: key} if len(comp.key_columns) == 1 else dict(zip(comp.key_columns, key.split(KEY_SEPARATOR)))
+    return {comp.id_column: key} if len(comp.key_columns) == 1 else dict(zip(comp.key_columns,
+                                                                             key.split(KEY_SEPARATOR)))
 
 # %% ../nbs/13_submission.ipynb #96d77f50
 def key_of(comp, values) -> str:
@@ -81,11 +88,13 @@ class SubmissionError(ValueError):
 
 # %% ../nbs/13_submission.ipynb #b031c222
 def _one(report, message):
-    report.add(None, None, message); return report
+    report.add(None, None, message)
+    return report
 
 # %% ../nbs/13_submission.ipynb #c1ca7fdc
 MAX_SUGGESTIONS = 20   # unknown ids of one file that get a suggestion
-FILE_EXTENSION = re.compile(r"(\.(nii|gz|png|jpe?g|tiff?|bmp|dcm|npy|npz|csv|txt))+$", re.I)   # a file name's ending left on an id
+# a file name's ending left on an id
+FILE_EXTENSION = re.compile(r"(\.(nii|gz|png|jpe?g|tiff?|bmp|dcm|npy|npz|csv|txt))+$", re.I)
 
 def _closest(word, candidates, cutoff):
     "The candidate most like `word` (difflib's ratio >= cutoff), None when two tie"
@@ -98,7 +107,8 @@ def suggest_id(i,              # an id the solution does not list
                known,          # the listed ids (a set or dict: `in` is fast)
                ordered=None,   # the same ids sorted (pass it when asking many times)
               ) -> str | None:
-    "The listed id an unknown id most likely means, or None: without a file extension, a unique longest shared start, or difflib's closest"
+    ("The listed id an unknown id most likely means, or None: without a file extension, a unique longest shared start, "
+     "or difflib's closest")
     ordered = sorted(known) if ordered is None else ordered
     bare = FILE_EXTENSION.sub("", i.strip())
     for c in (bare, bare.lower()):
@@ -129,7 +139,8 @@ class KnownIds:
     def message(self, i, comp):
         "Why the id `i` (a value of the id column) is refused, with the listed id it most likely means"
         pool = self.id_values(comp)
-        bare = FILE_EXTENSION.sub("", i)   # say "drop the extension" only when that gives a listed id (Airbus ids end in .jpg)
+        # say "drop the extension" only when that gives a listed id (Airbus ids end in .jpg)
+        bare = FILE_EXTENSION.sub("", i)
         ext = " (drop the file extension)" if bare != i and bare in pool else ""
         hint = ""
         if self.suggested < MAX_SUGGESTIONS:
@@ -143,7 +154,8 @@ class KnownIds:
 USAGES = ("Public", "Private", "Ignored")
 
 def _parse_shape(texts, names):
-    "An image shape from the solution's size fields `texts` (columns `names`): (H, W) from two, or 'AxBxC' from one; ValueError(field, message) when not whole numbers >= 1 or too large"
+    ("An image shape from the solution's size fields `texts` (columns `names`): (H, W) from two, or 'AxBxC' from one; "
+     "ValueError(field, message) when not whole numbers >= 1 or too large")
     dims = texts[0].lower().split("x") if len(texts) == 1 else texts
     shape = []
     for d, f in zip(dims, names * len(dims) if len(texts) == 1 else names):
@@ -171,7 +183,10 @@ class Solution:
     def __len__(self): return len(self.shapes)
 
     def __repr__(self):
-        u = "" if self.usage is None else ", usage " + ", ".join(f"{k} {v}" for k, v in zip(*np.unique(list(self.usage.values()), return_counts=True)))
+        u = ""
+        if self.usage is not None:
+            kinds, counts = np.unique(list(self.usage.values()), return_counts=True)
+            u = ", usage " + ", ".join(f"{k} {v}" for k, v in zip(kinds, counts))
         return f"Solution({self.competition.name}, {len(self)} ids from {self.source}{u})"
 
 # %% ../nbs/13_submission.ipynb #b75a963e
@@ -182,33 +197,42 @@ def _solution_row(line, row, at, k_shape, present, n, report, state):
     shape = sizes.get(key)
     if shape is None:
         try: shape = sizes[key] = _parse_shape(key, state["names"])
-        except ValueError as e: report.add(line, *e.args); return
+        except ValueError as e:
+            report.add(line, *e.args)
+            return
     i, u = row[at[0]] if len(at) == 1 else KEY_SEPARATOR.join(row[k] for k in at), row[n] if present else None
     name = key_text(state["comp"], i)
     if present and u not in USAGES: report.add(line, "Usage", f"Usage {u!r} is not one of {', '.join(USAGES)}")
     if i in shapes:
         if not state["per_image"]: report.add(line, state["id_column"], f"{name} appears twice in the solution")
         elif i != state["prev"]: state["contiguous"] = False
-        if shapes[i] != shape: report.add(line, "/".join(state["names"]), f"image {name} is {shapes[i]} in an earlier row, {shape} here")
-        if present and usage[i] != u: report.add(line, "Usage", f"image {name} is {usage[i]} in an earlier row, {u} here")
-    shapes.setdefault(i, shape); usage.setdefault(i, u); state["prev"] = i
+        if shapes[i] != shape:
+            report.add(line, "/".join(state["names"]), f"image {name} is {shapes[i]} in an earlier row, {shape} here")
+        if present and usage[i] != u:
+            report.add(line, "Usage", f"image {name} is {usage[i]} in an earlier row, {u} here")
+    shapes.setdefault(i, shape)
+    usage.setdefault(i, u)
+    state["prev"] = i
 
 # %% ../nbs/13_submission.ipynb #4bcc6c2c
 def read_csv_solution(source,       # the solution CSV (path or text stream)
                       comp,         # `Competition`
                      ) -> Solution:
     "Ids, image shapes and usage of a CSV solution, checked; raises `SubmissionError` listing its problems"
-    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir(): raise IsADirectoryError(f"{source}: is a folder, expected the solution CSV file")
-    if isinstance(source, (str, os.PathLike)) and not Path(source).is_file(): raise FileNotFoundError(f"{source}: no such file")
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        raise IsADirectoryError(f"{source}: is a folder, expected the solution CSV file")
+    if isinstance(source, (str, os.PathLike)) and not Path(source).is_file():
+        raise FileNotFoundError(f"{source}: no such file")
     report = Report(source_name(source))
     cols = tuple(c for c in comp.solution_columns if c != "Usage")
     at, k_shape = [cols.index(c) for c in comp.key_columns], [cols.index(c) for c in comp.shape_columns]
-    state = dict(shapes={}, usage={}, sizes={}, prev=None, contiguous=True, per_image=comp.per_image, id_column="/".join(comp.key_columns),
-                 names=comp.shape_columns, comp=comp)
+    state = dict(shapes={}, usage={}, sizes={}, prev=None, contiguous=True, per_image=comp.per_image,
+                 id_column="/".join(comp.key_columns), names=comp.shape_columns, comp=comp)
     present = ()
     with CSVSource(source) as src:
         for lines, rows, present in csv_chunks(src, cols, report, ("Usage",)):
-            for line, row in zip(lines, rows): _solution_row(line, row, at, k_shape, bool(present), len(cols), report, state)
+            for line, row in zip(lines, rows):
+                _solution_row(line, row, at, k_shape, bool(present), len(cols), report, state)
     if not report.ok: raise SubmissionError(report)
     if not state["shapes"]: raise SubmissionError(_one(report, "the solution has no rows"))
     return Solution(comp, source, state["shapes"], state["usage"] if present else None, state["contiguous"])

@@ -23,61 +23,93 @@ ENTRY_POINT_GROUP = "clinseg.competitions"
 def _as_competition(obj, where):
     "A `Competition` from itself or from a module that defines `COMPETITION`"
     comp = getattr(obj, "COMPETITION", obj)
-    if not isinstance(comp, Competition): raise TypeError(f"{where}: expected a Competition (or a module defining COMPETITION), got {type(comp).__name__}")
+    if not isinstance(comp, Competition):
+        raise TypeError(f"{where}: expected a Competition (or a module defining COMPETITION), got "
+                        f"{type(comp).__name__}")
     return comp
 
 # %% ../nbs/15_submissions.ipynb #66dc7759
 def _plugins(taken):
-    "Competitions declared by installed packages, by entry-point name (a name already taken, e.g. a built-in's, is refused)"
+    ("Competitions declared by installed packages, by entry-point name (a name already taken, e.g. a built-in's, is "
+     "refused)")
     out = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try: comp = _as_competition(ep.load(), f"entry point {ep.name} ({ep.value})")
-        except Exception as e: warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}) did not load: {e}"); continue
+        except Exception as e:
+            warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}) did not load: {e}")
+            continue
         for name in dict.fromkeys([ep.name, comp.name]):
-            if name.lower() in taken: warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}): the name {name!r} is taken, not registered")
+            if name.lower() in taken:
+                warnings.warn(f"clinseg: competition plugin {ep.name!r} ({ep.value}): the name {name!r} is taken, not "
+                              "registered")
             else: out[name] = comp
     return out
 
 # %% ../nbs/15_submissions.ipynb #95692bf5
 class _Registry(dict):
-    "The competitions by name: the built-in ones at once, the installed plugins on first use (so a plugin may import clinseg)"
+    ("The competitions by name: the built-in ones at once, the installed plugins on first use (so a plugin may import "
+     "clinseg)")
     _loaded = False
     def _load(self):
         if not self._loaded:
             self._loaded = True
             self.update(_plugins({k.lower() for k in self}))
-    def __getitem__(self, k): self._load(); return super().__getitem__(k)
-    def __contains__(self, k): self._load(); return super().__contains__(k)
-    def __iter__(self): self._load(); return super().__iter__()
-    def __len__(self): self._load(); return super().__len__()
-    def get(self, k, default=None): self._load(); return super().get(k, default)
-    def keys(self): self._load(); return super().keys()
-    def values(self): self._load(); return super().values()
-    def items(self): self._load(); return super().items()
+    def __getitem__(self, k):
+        self._load()
+        return super().__getitem__(k)
+    def __contains__(self, k):
+        self._load()
+        return super().__contains__(k)
+    def __iter__(self):
+        self._load()
+        return super().__iter__()
+    def __len__(self):
+        self._load()
+        return super().__len__()
+    def get(self, k, default=None):
+        self._load()
+        return super().get(k, default)
+    def keys(self):
+        self._load()
+        return super().keys()
+    def values(self):
+        self._load()
+        return super().values()
+    def items(self):
+        self._load()
+        return super().items()
     def find(self, name):
         "The competition of a name, in any case; KeyError when there is none"
         self._load()
         by_lower = {k.lower(): v for k, v in super().items()}
         return by_lower[name.lower()]
 
-COMPETITIONS = _Registry({c.name: c for c in (importlib.import_module(f"clinseg.competitions.{n}").COMPETITION for n in BUILT_IN)})   # one module each
+# one module each
+COMPETITIONS = _Registry({c.name: c for c in (importlib.import_module(f"clinseg.competitions.{n}").COMPETITION
+                                              for n in BUILT_IN)})
 
 # %% ../nbs/15_submissions.ipynb #bfb5904f
 def load_competition(path) -> Competition:
-    "The `COMPETITION` a Python file defines (read again when the file changes; its module stays importable for worker processes)"
+    ("The `COMPETITION` a Python file defines (read again when the file changes; its module stays importable for "
+     "worker processes)")
     path = Path(path).resolve()
-    if not path.is_file(): raise FileNotFoundError(f"{path}: no such file (a competition file is a .py file that defines COMPETITION)")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (a competition file is a .py file that defines COMPETITION)")
     st = path.stat()
-    name = f"clinseg_competition_{path.stem}_{hashlib.md5(f'{path}:{st.st_mtime_ns}:{st.st_size}'.encode()).hexdigest()[:8]}"
+    digest = hashlib.md5(f"{path}:{st.st_mtime_ns}:{st.st_size}".encode()).hexdigest()[:8]
+    name = f"clinseg_competition_{path.stem}_{digest}"
     if name in sys.modules: return _as_competition(sys.modules[name], str(path))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module   # pickling its functions by reference works in forked workers
     try:
         spec.loader.exec_module(module)
-        if not hasattr(module, "COMPETITION"): raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.submission.Competition`)")
+        if not hasattr(module, "COMPETITION"):
+            raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.submission.Competition`)")
         return _as_competition(module, str(path))
-    except ValueError: del sys.modules[name]; raise
+    except ValueError:
+        del sys.modules[name]
+        raise
     except Exception as e:
         del sys.modules[name]
         raise ValueError(f"{path}: the competition file failed to run: {type(e).__name__}: {e}") from None
@@ -89,7 +121,9 @@ def get_competition(competition) -> Competition:
     text = str(competition)
     if text.endswith(".py"): return load_competition(text)
     try: return COMPETITIONS.find(text)
-    except KeyError: raise ValueError(f"unknown competition {competition!r}: use one of {', '.join(COMPETITIONS)}, or a .py file defining COMPETITION") from None
+    except KeyError:
+        raise ValueError(f"unknown competition {competition!r}: use one of {', '.join(COMPETITIONS)}, or a .py file "
+                         "defining COMPETITION") from None
 
 # %% ../nbs/15_submissions.ipynb #aec2b2b3
 def _others(comp):
@@ -98,7 +132,7 @@ def _others(comp):
             for kind, cols in (("submission", c.columns), ("solution", c.solution_columns)) if cols]
 
 # %% ../nbs/15_submissions.ipynb #b7568ba5
-def read_solution(source,       # the solution: a CSV file, or the competition's own kind (WAD: a folder of label images)
+def read_solution(source,       # the solution: a CSV file, or the competition's own (WAD: a folder of label images)
                   competition,  # a name ('hw2', 'wad2018', 'neopolyp', 'dsb2018', ...), a `Competition` or a .py file
                  ) -> Solution:
     "Ids, image shapes and usage of a solution, checked; raises `SubmissionError` listing its problems"
@@ -131,28 +165,33 @@ def score(solution,          # solution: path, folder, or `Solution`
           submission,        # submission CSV: path or text stream
           competition,       # a name, a `Competition` or a .py file
           *,
-          executor=None,     # a `concurrent.futures.Executor` to score items in parallel (e.g. a dask client's executor)
+          # a `concurrent.futures.Executor` to score items in parallel (e.g. a dask client's executor)
+          executor=None,
           jobs=None,         # or a number of local processes (ignored when `executor` is given)
           limit=100,         # problems listed in the `SubmissionError` of an invalid submission
           progress=False,    # a progress bar on stderr
-          **options,         # the metric's options: DSB `thresholds`, `empty`; NeoPolyp / homework `empty`; WAD see `average_precision`
+          # the metric's options: DSB `thresholds`, `empty`; NeoPolyp / homework `empty`; WAD see `average_precision`
+          **options,
          ) -> SubmissionScore:
     "Score a submission against a solution like the leaderboard; raises `SubmissionError` listing every problem"
     comp = get_competition(competition)
     sol = solution if isinstance(solution, Solution) else read_solution(solution, comp)
-    if sol.competition.name != comp.name: raise ValueError(f"the solution was read for {sol.competition.name}, not {comp.name}")
+    if sol.competition.name != comp.name:
+        raise ValueError(f"the solution was read for {sol.competition.name}, not {comp.name}")
     return score_file(comp, sol, submission, executor, jobs, limit, progress, _others(comp), **options)
 
 # %% ../nbs/15_submissions.ipynb #db1480ac
 def write_submission(path, predictions, competition, **kwargs):
     "Write a submission for `competition` with its writer (see the competition's module for what `predictions` are)"
     comp = get_competition(competition)
-    if comp.write_submission is None: raise ValueError(f"{comp.name} has no writer: write the CSV with columns {','.join(comp.columns)}")
+    if comp.write_submission is None:
+        raise ValueError(f"{comp.name} has no writer: write the CSV with columns {','.join(comp.columns)}")
     return comp.write_submission(path, predictions, **kwargs)
 
 # %% ../nbs/15_submissions.ipynb #2870747e
-def write_solution(path,            # CSV file to write, or the competition's own kind (WAD: the folder for the label images)
-                   truth,           # {id: truth}: as the competition's module says (label image, class labels, label volume, ...)
+def write_solution(path,            # CSV file to write, or the competition's own (WAD: a folder for the label images)
+                   # {id: truth}: as the competition's module says (label image, class labels, label volume, ...)
+                   truth,
                    competition,     # a name, a `Competition` or a .py file
                    usage=None,      # {id: 'Public' / 'Private' / 'Ignored'} to add a Usage column
                    overwrite=False, # replace an existing file
@@ -164,12 +203,14 @@ def write_solution(path,            # CSV file to write, or the competition's ow
 
 # %% ../nbs/15_submissions.ipynb #5a861095
 def _plot_items(result, comp, axes):
-    "Sorted item scores, then the precision per threshold (if the table has it) or each mask's size coloured by its score"
+    ("Sorted item scores, then the precision per threshold (if the table has it) or each mask's size coloured by its "
+     "score")
     t = result.table
     s = np.sort(np.array(t.column("score"), float))
     axes[0].bar(np.arange(s.size), s, width=1.0, color="#4c72b0")
     axes[0].axhline(result.score, color="#c44e52", lw=1.5, label=f"mean {result.score:.4f}")
-    axes[0].set(xlabel=f"{comp.item}, sorted by score", ylabel="score", ylim=(0, 1.02), title=f"{len(s)} items"); axes[0].legend(fontsize=8)
+    axes[0].set(xlabel=f"{comp.item}, sorted by score", ylabel="score", ylim=(0, 1.02), title=f"{len(s)} items")
+    axes[0].legend(fontsize=8)
     cols = [c for c in t.columns if c.startswith("precision@")]
     if cols:
         ts = [float(c.split("@")[1]) for c in cols]
@@ -177,14 +218,16 @@ def _plot_items(result, comp, axes):
         axes[1].set(xlabel="IoU threshold t (a match needs IoU > t)", ylabel="mean TP/(TP+FP+FN)", ylim=(0, 1.02),
                     title="precision per threshold, mean over images")
     elif "truth_pixels" in t.columns:
-        axes[1].scatter(t.column("truth_pixels"), t.column("pred_pixels"), c=t.column("score"), cmap="viridis", vmin=0, vmax=1, s=18)
+        axes[1].scatter(t.column("truth_pixels"), t.column("pred_pixels"), c=t.column("score"), cmap="viridis", vmin=0,
+                        vmax=1, s=18)
         axes[1].set(xlabel="true pixels", ylabel="predicted pixels", title="size of each mask, coloured by its score")
 
 # %% ../nbs/15_submissions.ipynb #2f7646c3
 def plot_scores(result,        # `SubmissionScore` from `score`
                 figsize=(10, 3.6),
                ):
-    "Figure of a score's per-item table: sorted item scores and the competition's own view (precision per threshold, AP per class, ...)"
+    ("Figure of a score's per-item table: sorted item scores and the competition's own view (precision per threshold, "
+     "AP per class, ...)")
     import matplotlib.pyplot as plt
     comp = get_competition(result.competition)
     fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained")
@@ -208,14 +251,18 @@ def submission_checker(competition="dsb2018", # competition of the text
     def check(_=None):
         with out:
             out.clear_output(wait=True)
-            src = io.StringIO(area.value); src.name = "<text>"
+            src = io.StringIO(area.value)
+            src.name = "<text>"
             report = validate(src, pick.value, solution)
             print(report)
             if solution is not None and report.ok:
                 src.seek(0)
                 res = score(solution, src, pick.value)
                 print(f"score {res.score:.6f}")
-                fig = plot_scores(res); plt.show(fig); plt.close(fig)
-    area.observe(check, "value"); pick.observe(check, "value")
+                fig = plot_scores(res)
+                plt.show(fig)
+                plt.close(fig)
+    area.observe(check, "value")
+    pick.observe(check, "value")
     check()
     return W.VBox([pick, area, out])

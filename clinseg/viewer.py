@@ -22,7 +22,8 @@ def window(hu,           # HU array
     "HU mapped to grey levels 0..1 through a window (level ± width/2)"
     if isinstance(level, str):
         try: level, width = WINDOWS[level]
-        except KeyError: raise ValueError(f"unknown window {level!r}: use one of {', '.join(WINDOWS)} or numbers") from None
+        except KeyError:
+            raise ValueError(f"unknown window {level!r}: use one of {', '.join(WINDOWS)} or numbers") from None
     if width <= 0: raise ValueError(f"window width must be positive, not {width}")
     out = (np.asarray(hu, np.float32) - np.float32(level - width / 2)) / np.float32(width)
     return np.clip(out, 0, 1, out=out)
@@ -52,12 +53,15 @@ def plot_ct(volume,             # a CTSeries, or an HU array (slice, row, column
     hu = volume.hu if isinstance(volume, CTSeries) else np.asarray(volume)
     spacing = volume.spacing if isinstance(volume, CTSeries) else np.ones(3)
     index = _best_slice(hu, label) if index is None else int(index)
-    if axes is None: fig, axes = plt.subplots(1, len(windows), figsize=(4.2 * len(windows), 4.6), squeeze=False); axes = axes[0]
+    if axes is None:
+        fig, axes = plt.subplots(1, len(windows), figsize=(4.2 * len(windows), 4.6), squeeze=False)
+        axes = axes[0]
     fig = axes[0].figure
     for ax, w in zip(axes, windows):
         level, width = WINDOWS[w] if isinstance(w, str) else w
         ax.clear()
-        ax.imshow(window(hu[index], level, width), cmap="gray", vmin=0, vmax=1, aspect=spacing[1] / spacing[2], interpolation="nearest")
+        ax.imshow(window(hu[index], level, width), cmap="gray", vmin=0, vmax=1, aspect=spacing[1] / spacing[2],
+                  interpolation="nearest")
         if label is not None and np.any(label[index]):
             rgba = np.zeros((*hu.shape[1:], 4), np.float32)
             rgba[np.asarray(label[index], bool)] = (1, 0, 0, alpha)
@@ -73,6 +77,12 @@ def plot_ct(volume,             # a CTSeries, or an HU array (slice, row, column
     return fig
 
 # %% ../nbs/10b_ct_viewer.ipynb #dbd17f8c
+def _preset_name(level, width):
+    "The name of the window preset with this level and width, or 'custom'"
+    return next((name for name, lw in WINDOWS.items() if lw == (level, width)), "custom")
+
+
+# %% ../nbs/10b_ct_viewer.ipynb #d88c1b7f
 def ct_viewer(volume,   # a CTSeries, or an HU array (slice, row, column)
               label=None, # label on the same voxels
               pred=None,  # predicted label on the same voxels
@@ -83,18 +93,17 @@ def ct_viewer(volume,   # a CTSeries, or an HU array (slice, row, column)
     from IPython.display import display
     hu = volume.hu if isinstance(volume, CTSeries) else np.asarray(volume)
     per_slice = None if pred is None or label is None else [_dice(p, t) for p, t in zip(pred, label)]
-    sl = w.IntSlider(value=_best_slice(hu, label), min=0, max=len(hu) - 1, description="slice", continuous_update=False)
+    sl = w.IntSlider(value=_best_slice(hu, label), min=0, max=len(hu) - 1, description="slice",
+                     continuous_update=False)
     preset = w.Dropdown(options=[*WINDOWS, "custom"], value="soft tissue", description="window")
     level = w.FloatSlider(value=40, min=-1200, max=1500, step=10, description="level", continuous_update=False)
     width = w.FloatSlider(value=400, min=1, max=4000, step=10, description="width", continuous_update=False)
     alpha = w.FloatSlider(value=0.4, min=0, max=1, step=0.05, description="opacity", continuous_update=False)
     info, out = w.HTML(), w.Output()
+    setting = []   # the preset being applied: the sliders' observers wait until both values are set
 
-    def on_preset(change):
-        if change["new"] in WINDOWS: level.value, width.value = WINDOWS[change["new"]]
-    def on_level(change):
-        if preset.value != "custom" and (level.value, width.value) != WINDOWS[preset.value]: preset.value = "custom"
     def draw(*_):
+        if setting: return
         with out:
             out.clear_output(wait=True)
             fig = plot_ct(volume, sl.value, label, pred, [(level.value, width.value)], alpha.value)
@@ -102,8 +111,17 @@ def ct_viewer(volume,   # a CTSeries, or an HU array (slice, row, column)
             plt.close(fig)
         if per_slice is not None:
             info.value = f"Dice: slice {sl.value} = {per_slice[sl.value]:.3f}, volume = {_dice(pred, label):.3f}"
+    def on_preset(change):
+        if change["new"] not in WINDOWS or (level.value, width.value) == WINDOWS[change["new"]]: return
+        setting.append(change["new"])
+        try: level.value, width.value = WINDOWS[change["new"]]
+        finally: setting.pop()
+        draw()
+    def on_slider(change):
+        if setting: return
+        preset.value = _preset_name(level.value, width.value)
     preset.observe(on_preset, "value")
-    for c in (level, width): c.observe(on_level, "value")
+    for c in (level, width): c.observe(on_slider, "value")
     for c in (sl, level, width, alpha): c.observe(draw, "value")
     draw()
     return w.VBox([w.HBox([sl, preset]), w.HBox([level, width, alpha]), info, out])
