@@ -124,17 +124,15 @@ def _directives(source):
     return flags
 
 def _names(source):
-    "(names the code binds at top level or imports, names it reads), or None when it is not Python"
+    "(names the code binds or imports, `*` for a star import, names it reads), or None when it is not Python"
     try: tree = ast.parse("\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))))
     except SyntaxError: return None
-    bound, read, imports = set(), set(), False
+    bound, read = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports = True
-            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, ast.Name): (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)): bound.add(node.name)
-    return bound, read, imports
+    return bound, read
 
 # %% ../nbs/00_teaching.ipynb #d45f3266
 def student_cells(cells):
@@ -144,7 +142,7 @@ def student_cells(cells):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         names = _names(source) if cell["cell_type"] == "code" else None
         if cell["cell_type"] == "code" and "hide" in _directives(source):
-            if names is None or not (names[2] or names[0] & later_reads): continue
+            if names is None or not ("*" in names[0] or names[0] & later_reads): continue
         if names: later_reads |= names[1]
         if cell["cell_type"] == "code": cell = {**cell, "outputs": [], "execution_count": None}
         kept.append(cell)
