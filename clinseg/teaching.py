@@ -123,16 +123,31 @@ def _directives(source):
         flags += line[2:].split()
     return flags
 
+def _loads_stores(node):
+    "(names a piece of code reads, names it binds or imports; `*` for a star import)"
+    loads, stores = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Import, ast.ImportFrom)): stores |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.Name): (stores if isinstance(n.ctx, ast.Store) else loads).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)): stores.add(n.name)
+        elif isinstance(n, ast.arg): stores.add(n.arg)   # a function's or lambda's parameters are its own
+    return loads, stores
+
 def _names(source):
-    "(names the code binds or imports, `*` for a star import, names it reads), or None when it is not Python"
+    "(names the code binds, names it reads before binding them), or None when it is not Python"
     try: tree = ast.parse("\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))))
     except SyntaxError: return None
-    bound, read = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)): bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.Name): (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)): bound.add(node.name)
-    return bound, read
+    bound, free = set(), set()
+    for stmt in tree.body:   # statement by statement: a name the cell sets before it reads it is the cell's own
+        loads, stores = _loads_stores(stmt)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+            value_loads, value_stores = _loads_stores(stmt.value)
+            loads = (value_loads - value_stores) | (loads & stores if isinstance(stmt, ast.AugAssign) else set())
+        else: loads -= stores
+        free |= loads - bound
+        bound |= stores
+    return bound, free
+
 
 # %% ../nbs/00_teaching.ipynb #d45f3266
 def student_cells(cells):
