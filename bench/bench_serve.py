@@ -7,8 +7,8 @@
 1. writes a real-size DSB 2018 stage-1 test set with clinseg's DSB generator (`dsb_dataset`): 65 images in the 11
    sizes of the real stage-1 test set (256x256 x24, 512x640 x8, ...), its solution split half Public, half Private,
    and a submission of about 1.4 MB (every true nucleus moved one pixel to the right, written with `write_dsb`);
-2. starts `serve_command` in a subprocess on a free port of 127.0.0.1 (SQLite in a temporary folder unless --db),
-   with the default scoring worker (one thread);
+2. starts `serve_command` in a subprocess on a free port of 127.0.0.1 (`--port 0`; SQLite in a temporary folder
+   unless --db), with the default scoring worker (one thread);
 3. makes the accounts; each student's client checks its token once (GET /api/submissions, as a browser signs in
    once: the one argon2 verification of the token, timed apart), then all students upload at the same moment,
    each its uploads one after another (POST /api/submissions, timed from the first byte sent to the 202);
@@ -16,7 +16,7 @@
    one scoring attempt, the same public score for every copy of the file);
 5. prints the p50 / p95 / max of the upload latency, the sign-in latency, and the time to score everything.
 """
-import argparse, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import argparse, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from argparse import Namespace
 from pathlib import Path
 
@@ -40,25 +40,25 @@ def make_data(folder):
     return sol, sub
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
-
-
-def start_server(folder, solution, db, port):
-    args = dict(competition="dsb2018", solution=str(solution), db=db, host="127.0.0.1", port=port, daily_limit=5, deadline=None,
-                scheduler=None, max_upload_mb=20, uploads=str(folder / "uploads"), secure_cookie=False)
-    code = f"import sys; from argparse import Namespace; from clinseg.serve import serve_command; sys.exit(serve_command(Namespace(**{args!r})))"
-    log = open(folder / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
-    from clinseg.serve import ServeError, request
-    url, end = f"http://127.0.0.1:{port}", time.monotonic() + 60
-    while True:
-        try: request(url, "/api/leaderboard", timeout=2); return proc, url
-        except ServeError:
-            if proc.poll() is not None or time.monotonic() > end:
-                proc.kill(); raise SystemExit(f"the server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.1)
+def start_server(folder, solution, db):
+    "`serve_command` in a subprocess on a free port (--port 0); (process, URL) once it says where it listens"
+    args = dict(competition="dsb2018", solution=str(solution), db=db, host="127.0.0.1", port=0, daily_limit=5,
+                deadline=None, scheduler=None, max_upload_mb=20, uploads=str(folder / "uploads"), secure_cookie=False)
+    code = ("import sys; from argparse import Namespace; from clinseg.serve import serve_command; "
+            f"sys.exit(serve_command(Namespace(**{args!r})))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=folder)
+    ready = proc.stderr.readline()   # printed once the port takes connections; "" if the server stopped
+    while ready and not ready.startswith("clinseg serve:"): ready = proc.stderr.readline()   # a warning first
+    m = re.match(r"clinseg serve: \S+ on (http://\S+?)/ ", ready)
+    if m is None:
+        proc.kill()
+        raise SystemExit(f"the server did not start:\n{ready}{proc.stderr.read()[-3000:]}")
+    def drain():   # the rest of its messages, so that a full pipe never stops it
+        with open(folder / "server.log", "w") as log:
+            for line in proc.stderr: log.write(line)
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, m.group(1)
 
 
 def percentile(values, q): return float(np.percentile(np.asarray(values), q)) if values else float("nan")
@@ -85,16 +85,22 @@ def main(argv=None):
     db = a.db or f"sqlite:///{folder / 'board.sqlite'}"
     engine = connect(db)
     tokens = [add_user(engine, f"student{k:02d}") for k in range(a.students)]
-    proc, url = start_server(folder, sol, db, free_port())
+    proc, url = start_server(folder, sol, db)
     signin, latency, codes, lock = [], [], [], threading.Lock()
     barrier = threading.Barrier(a.students)
     def student(token):
-        t = time.perf_counter(); status, _ = request(url, "/api/submissions", token, timeout=300)
-        with lock: signin.append(time.perf_counter() - t); codes.append(status)
+        t = time.perf_counter()
+        status, _ = request(url, "/api/submissions", token, timeout=300)
+        with lock:
+            signin.append(time.perf_counter() - t)
+            codes.append(status)
         barrier.wait()
         for _ in range(a.uploads):
-            t = time.perf_counter(); status, body = request(url, "/api/submissions", token, file=sub, timeout=300)
-            with lock: latency.append(time.perf_counter() - t); codes.append(status)
+            t = time.perf_counter()
+            status, body = request(url, "/api/submissions", token, file=sub, timeout=300)
+            with lock:
+                latency.append(time.perf_counter() - t)
+                codes.append(status)
     try:
         t1 = time.perf_counter()
         threads = [threading.Thread(target=student, args=(tok,)) for tok in tokens]
@@ -112,7 +118,9 @@ def main(argv=None):
     finally:
         proc.send_signal(signal.SIGINT)
         try: proc.wait(30)
-        except subprocess.TimeoutExpired: proc.kill(); proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
         engine.dispose()
         if a.keep: print(f"files in {folder}")
         else: shutil.rmtree(folder, ignore_errors=True)

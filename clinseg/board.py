@@ -37,7 +37,7 @@ SUBMISSIONS = sa.Table("submissions", METADATA,
     sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"), nullable=False),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("filename", sa.String(255), nullable=False),          # as the student named it: shown, never a path
-    sa.Column("stored", sa.String(64), nullable=False, unique=True), # the server's name of the file in the uploads folder
+    sa.Column("stored", sa.String(64), nullable=False, unique=True),   # the server's name of the uploaded file
     sa.Column("size", sa.BigInteger, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),              # invalid, queued, scoring, scored, failed
     sa.Column("problems", sa.Text, nullable=False),                  # JSON list of {level, row, field, message}
@@ -80,7 +80,7 @@ _WRITERS = weakref.WeakKeyDictionary()   # SQLite engine -> the lock its threads
 
 @contextmanager
 def writing(engine):
-    "A write transaction: on SQLite it takes the write lock first (BEGIN IMMEDIATE), one thread of the process at a time"
+    "A write transaction: on SQLite it takes the write lock first (BEGIN IMMEDIATE), one thread of the process at once"
     with _WRITERS.get(engine) or nullcontext(), engine.connect() as conn:
         conn = conn.execution_options(immediate=True)
         with conn.begin(): yield conn
@@ -129,12 +129,16 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 
 def add_user(engine, name: str, role: str = "student") -> str:
     "Create an account; returns its token, which is stored only as a hash (show it once)"
-    if not _NAME.fullmatch(name): raise BoardError(f"user name {name!r}: use 1 to 64 letters, digits, '_', '.', '@' or '-', starting with a letter or digit")
+    if not _NAME.fullmatch(name):
+        raise BoardError(f"user name {name!r}: use 1 to 64 letters, digits, '_', '.', '@' or '-', "
+                         "starting with a letter or digit")
     if role not in ("student", "teacher"): raise BoardError(f"role {role!r}: 'student' or 'teacher'")
     prefix, token = new_token()
     with writing(engine) as c:
-        if c.scalar(sa.select(USERS.c.id).where(USERS.c.name == name)) is not None: raise BoardError(f"user {name!r} already exists")
-        c.execute(USERS.insert().values(name=name, role=role, token_prefix=prefix, token_hash=hasher().hash(token), created=time.time()))
+        if c.scalar(sa.select(USERS.c.id).where(USERS.c.name == name)) is not None:
+            raise BoardError(f"user {name!r} already exists")
+        c.execute(USERS.insert().values(name=name, role=role, token_prefix=prefix, token_hash=hasher().hash(token),
+                                        created=time.time()))
     return token
 
 # %% ../nbs/16b_board.ipynb #7fc5feb0
@@ -172,7 +176,9 @@ def parse_deadline(text) -> datetime | None:
     if text is None or isinstance(text, datetime): d = text
     else:
         try: d = datetime.fromisoformat(str(text))
-        except ValueError: raise BoardError(f"deadline {text!r}: expected an ISO 8601 time such as 2026-06-30T23:59:00+00:00") from None
+        except ValueError:
+            raise BoardError(f"deadline {text!r}: expected an ISO 8601 time such as 2026-06-30T23:59:00+00:00") \
+                from None
     return None if d is None else (d if d.tzinfo else d.replace(tzinfo=timezone.utc))
 
 # %% ../nbs/16b_board.ipynb #8105c2c4
@@ -195,7 +201,7 @@ class Board:
     daily_limit: int = 5
     deadline: datetime | None = None
     executor: object = None                  # a concurrent.futures executor (a dask client's) for the scorer's items
-    source: str | None = None                # the competition's name or file, and the solution's path: for a scoring process
+    source: str | None = None                # the competition's name or file, and the solution's path: for a scorer
     solution_path: str | None = None
     processes: bool = False                  # score in a child process (the web server's own process stays free)
     pool: object = None                      # that process, started on first use
@@ -223,7 +229,8 @@ def recover(engine) -> int:
         return c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.status == "scoring").values(status="queued")).rowcount
 
 # %% ../nbs/16b_board.ipynb #76927cb0
-def open_board(competition, solution, db=None, uploads=None, daily_limit=5, deadline=None, recover_queue=True, processes=False) -> Board:
+def open_board(competition, solution, db=None, uploads=None, daily_limit=5, deadline=None, recover_queue=True,
+               processes=False) -> Board:
     "A `Board` for a competition and its solution (database migrated, submissions left 'scoring' put back in the queue)"
     comp = get_competition(competition)
     if daily_limit < 1: raise BoardError(f"daily limit {daily_limit}: must be at least 1")
@@ -232,7 +239,8 @@ def open_board(competition, solution, db=None, uploads=None, daily_limit=5, dead
     folder = Path(uploads) if uploads else default_folder(solution) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
     source = competition_source(competition)
-    board = Board(engine, comp, sol, folder, daily_limit, parse_deadline(deadline), source=source, solution_path=str(Path(solution).resolve()),
+    board = Board(engine, comp, sol, folder, daily_limit, parse_deadline(deadline), source=source,
+                  solution_path=str(Path(solution).resolve()),
                   processes=processes and source is not None)
     if recover_queue: recover(engine)
     return board
@@ -246,7 +254,9 @@ def new_stored_name() -> str:
 def problem_dicts(report) -> list[dict]:
     "The problems of a validation report as JSON-ready dicts (row and field, what is wrong)"
     out = [dict(level=p.level, row=p.row, field=p.field, message=p.message) for p in report.problems]
-    if report.more: out.append(dict(level="error" if report.errors else "warning", row=None, field=None, message=f"... and {report.more} more problems"))
+    if report.more:
+        out.append(dict(level="error" if report.errors else "warning", row=None, field=None,
+                        message=f"... and {report.more} more problems"))
     return out
 
 # %% ../nbs/16b_board.ipynb #92ed6e5b
@@ -268,10 +278,14 @@ def record(board, user, stored, filename, report, now=None) -> dict:
     problems = problem_dicts(report)
     with writing(board.engine) as c:
         if report.ok:
-            c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())   # PostgreSQL: one upload of a student at a time
+            # PostgreSQL: the student's row locked, so that a student's uploads are counted one at a time
+            c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())
             n = used_today(c, user.id, now)
-            if n >= board.daily_limit: raise LimitReached(f"{user.name}: {n} of {board.daily_limit} submissions today already; the limit resets at 00:00 UTC")
-        r = c.execute(SUBMISSIONS.insert().values(user_id=user.id, created=now, filename=str(filename)[:255], stored=stored,
+            if n >= board.daily_limit:
+                raise LimitReached(f"{user.name}: {n} of {board.daily_limit} submissions today already; "
+                                   "the limit resets at 00:00 UTC")
+        r = c.execute(SUBMISSIONS.insert().values(user_id=user.id, created=now, filename=str(filename)[:255],
+                      stored=stored,
                       size=(board.uploads / stored).stat().st_size, status="queued" if report.ok else "invalid",
                       problems=json.dumps(problems), attempts=0))
     if report.ok: board.wake.set()
@@ -280,11 +294,15 @@ def record(board, user, stored, filename, report, now=None) -> dict:
 # %% ../nbs/16b_board.ipynb #861034e3
 def receive(board, user, path, filename, now=None) -> dict:
     "Check the file at `path` (in the uploads folder) and record it; a refused file is removed"
-    if board.closed(now): path.unlink(missing_ok=True); raise BoardError(f"the competition closed at {board.deadline.isoformat()}")
+    if board.closed(now):
+        path.unlink(missing_ok=True)
+        raise BoardError(f"the competition closed at {board.deadline.isoformat()}")
     try:
         report = validate(path, board.competition, board.solution)
         return record(board, user, path.name, filename, report, now)
-    except BaseException: path.unlink(missing_ok=True); raise
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 # %% ../nbs/16b_board.ipynb #9ca332c1
 def claim(engine):
@@ -293,7 +311,8 @@ def claim(engine):
         row = c.execute(sa.select(SUBMISSIONS).where(SUBMISSIONS.c.status == "queued").order_by(SUBMISSIONS.c.id)
                         .limit(1).with_for_update(skip_locked=True)).first()
         if row is None: return None
-        c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.id == row.id).values(status="scoring", attempts=SUBMISSIONS.c.attempts + 1))
+        c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.id == row.id)
+                  .values(status="scoring", attempts=SUBMISSIONS.c.attempts + 1))
     return row
 
 # %% ../nbs/16b_board.ipynb #f866652d
@@ -305,9 +324,11 @@ def outcome(comp, sol, path, executor=None) -> dict:
     try:
         res = score(sol, path, comp, executor=executor)
         public = res.public if res.public is not None else res.score   # a solution without Usage: all of it is public
-        return dict(status="scored", public_score=_number(public), private_score=_number(res.private), score=_number(res.score), error=None)
+        return dict(status="scored", public_score=_number(public), private_score=_number(res.private),
+                    score=_number(res.score), error=None)
     except SubmissionError as e:
-        return dict(status="failed", problems=json.dumps(problem_dicts(e.report)), error="the file did not pass the scorer's checks")
+        return dict(status="failed", problems=json.dumps(problem_dicts(e.report)),
+                    error="the file did not pass the scorer's checks")
     except Exception as e:
         return dict(status="failed", error=f"{type(e).__name__}: {e}"[:2000])
 
@@ -331,12 +352,14 @@ def outcome_in_child(source, solution, path) -> dict:
 
 # %% ../nbs/16b_board.ipynb #b0d0697b
 def _score(board, path) -> dict:
-    if not board.processes or board.executor is not None: return outcome(board.competition, board.solution, path, board.executor)
+    if not board.processes or board.executor is not None:
+        return outcome(board.competition, board.solution, path, board.executor)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
     if board.pool is None:
-        board.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=watch_parent, initargs=(os.getpid(),))
+        board.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=watch_parent,
+                                         initargs=(os.getpid(),))
     try: return board.pool.submit(outcome_in_child, board.source, board.solution_path, str(path)).result()
     except BrokenProcessPool:
         board.pool = None
@@ -349,43 +372,56 @@ def score_one(board, row) -> dict:
     if values["status"] == "failed": values.update(public_score=None, private_score=None, score=None)
     values["scored"] = time.time()
     with writing(board.engine) as c:
-        c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.id == row.id, SUBMISSIONS.c.status == "scoring").values(**values))
+        c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.id == row.id, SUBMISSIONS.c.status == "scoring")
+                  .values(**values))
     return values
 
 # %% ../nbs/16b_board.ipynb #16578618
 def work(board) -> int:
     "Score every queued submission, here and now; returns how many (the worker's loop, once)"
     n = 0
-    while (row := claim(board.engine)) is not None: score_one(board, row); n += 1
+    while (row := claim(board.engine)) is not None:
+        score_one(board, row)
+        n += 1
     return n
 
 # %% ../nbs/16b_board.ipynb #d6d5448a
 class Worker:
     "A thread that scores queued submissions one at a time, oldest first"
-    def __init__(self, board, poll=1.0): self.board, self.poll, self.stopping, self.thread = board, poll, threading.Event(), None
+    def __init__(self, board, poll=1.0):
+        self.board, self.poll, self.stopping, self.thread = board, poll, threading.Event(), None
     def start(self):
-        self.thread = threading.Thread(target=self.run, name="clinseg-scorer", daemon=True); self.thread.start(); return self
+        self.thread = threading.Thread(target=self.run, name="clinseg-scorer", daemon=True)
+        self.thread.start()
+        return self
     def run(self):
         while not self.stopping.is_set():
             self.board.wake.clear()
             try:
                 row = claim(self.board.engine)
-                if row is not None: score_one(self.board, row); continue
-            except Exception as e:   # the database away for a moment: say so, and try again (the row, if any, is recovered at a restart)
+                if row is not None:
+                    score_one(self.board, row)
+                    continue
+            except Exception as e:   # the database away for a moment: say so, try again (a claimed row comes back)
                 print(f"clinseg serve: the scorer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             self.board.wake.wait(self.poll)
     def stop(self, timeout=30):
         "Stop after the submission being scored (if any), and the scoring process"
-        self.stopping.set(); self.board.wake.set()
+        self.stopping.set()
+        self.board.wake.set()
         if self.thread is not None: self.thread.join(timeout)
-        if self.board.pool is not None: self.board.pool.shutdown(cancel_futures=True); self.board.pool = None
+        if self.board.pool is not None:
+            self.board.pool.shutdown(cancel_futures=True)
+            self.board.pool = None
 
 # %% ../nbs/16b_board.ipynb #17e574e8
 def _entries(engine):
     "(user name, counted submissions, the chosen submission row or None) of every student"
     with engine.connect() as c:
-        students = c.execute(sa.select(USERS.c.id, USERS.c.name).where(USERS.c.role == "student").order_by(USERS.c.id)).all()
-        subs = c.execute(sa.select(SUBMISSIONS).where(SUBMISSIONS.c.status != "invalid").order_by(SUBMISSIONS.c.created, SUBMISSIONS.c.id)).all()
+        students = c.execute(sa.select(USERS.c.id, USERS.c.name).where(USERS.c.role == "student")
+                             .order_by(USERS.c.id)).all()
+        subs = c.execute(sa.select(SUBMISSIONS).where(SUBMISSIONS.c.status != "invalid")
+                         .order_by(SUBMISSIONS.c.created, SUBMISSIONS.c.id)).all()
     by_user = {}
     for s in subs: by_user.setdefault(s.user_id, []).append(s)
     out = []
@@ -398,13 +434,15 @@ def _entries(engine):
 
 # %% ../nbs/16b_board.ipynb #49e0a590
 def leaderboard(engine, private=False) -> list[dict]:
-    "Rank, user, score(s), submissions and time of the chosen submission; by public score, or by private score (`private`)"
+    "Rank, user, score(s), submissions and time of the chosen submission; by public score, or private score (`private`)"
     key = "private_score" if private else "public_score"
-    rows = [(name, n, best) for name, n, best in _entries(engine) if best is not None and getattr(best, key) is not None]
+    rows = [(name, n, best) for name, n, best in _entries(engine)
+            if best is not None and getattr(best, key) is not None]
     rows.sort(key=lambda t: (-getattr(t[2], key), t[2].created, t[2].id))
     out = []
     for rank, (name, n, best) in enumerate(rows, 1):
-        e = dict(rank=rank, user=name, public_score=best.public_score, submissions=n, submitted=best.created, submission=best.id)
+        e = dict(rank=rank, user=name, public_score=best.public_score, submissions=n, submitted=best.created,
+                 submission=best.id)
         if private: e["private_score"] = best.private_score
         out.append(e)
     return out
@@ -425,7 +463,8 @@ def _iso(t): return "" if t is None else datetime.fromtimestamp(t, timezone.utc)
 def _fmt(x): return "" if x is None else repr(float(x))
 
 # %% ../nbs/16b_board.ipynb #f38b0c70
-GRADE_COLUMNS = ("user", "private_rank", "private_score", "public_rank", "public_score", "submission", "submitted_at", "submissions")
+GRADE_COLUMNS = ("user", "private_rank", "private_score", "public_rank", "public_score", "submission", "submitted_at",
+                 "submissions")
 
 def grades_csv(engine) -> str:
     "The grades as CSV text: one row per student, by private rank (students without a score last)"
@@ -436,9 +475,11 @@ def grades_csv(engine) -> str:
     w.writerow(GRADE_COLUMNS)
     names = [name for name, _, _ in _entries(engine)]
     count = {name: n for name, n, _ in _entries(engine)}
-    for name in sorted(names, key=lambda n: (priv[n]["rank"] if n in priv else math.inf, pub[n]["rank"] if n in pub else math.inf, n)):
+    rank = lambda board, n: board[n]["rank"] if n in board else math.inf
+    for name in sorted(names, key=lambda n: (rank(priv, n), rank(pub, n), n)):
         p, q = priv.get(name, {}), pub.get(name, {})
-        w.writerow([name, p.get("rank", ""), _fmt(p.get("private_score")), q.get("rank", ""), _fmt(q.get("public_score")),
+        w.writerow([name, p.get("rank", ""), _fmt(p.get("private_score")), q.get("rank", ""),
+                    _fmt(q.get("public_score")),
                     q.get("submission", ""), _iso(q.get("submitted")), count[name]])
     return f.getvalue()
 

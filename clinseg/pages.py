@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import ClientDisconnect
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from .board import (SUBMISSIONS, USERS, BoardError, LimitReached, Worker, authenticate, grades_csv, leaderboard,
@@ -20,10 +21,10 @@ from .board import (SUBMISSIONS, USERS, BoardError, LimitReached, Worker, authen
 
 # %% auto #0
 __all__ = ['TEMPLATES', 'SECURITY_HEADERS', 'ROUTES', 'Tokens', 'csrf_token', 'csrf_ok', 'current_user', 'UploadTooLarge',
-           'stream_upload', 'used', 'upload', 'iso', 'submission_view', 'visible', 'api_submissions', 'api_submission',
-           'board_entries', 'api_leaderboard', 'api_private', 'render', 'login', 'logout', 'leaderboard_page',
-           'private_page', 'home', 'mine', 'submission_page', 'download', 'teacher_page', 'rescore_post', 'grades',
-           'create_app']
+           'stream_upload', 'discard_body', 'used', 'upload', 'iso', 'submission_view', 'visible', 'api_submissions',
+           'api_submission', 'board_entries', 'api_leaderboard', 'api_private', 'render', 'login', 'logout',
+           'leaderboard_page', 'private_page', 'home', 'mine', 'submission_page', 'download', 'teacher_page',
+           'rescore_post', 'grades', 'create_app']
 
 # %% ../nbs/16c_pages.ipynb #4882f280
 class Tokens:
@@ -52,7 +53,8 @@ def csrf_token(request) -> str:
 # %% ../nbs/16c_pages.ipynb #c07fef69
 def csrf_ok(request, sent) -> bool:
     "Whether a form sent back the session's CSRF token"
-    return bool(sent) and bool(request.session.get("csrf")) and secrets.compare_digest(str(sent), request.session["csrf"])
+    expected = request.session.get("csrf")
+    return bool(sent) and bool(expected) and secrets.compare_digest(str(sent), expected)
 
 # %% ../nbs/16c_pages.ipynb #097e6d12
 async def current_user(request):
@@ -60,7 +62,8 @@ async def current_user(request):
     h = request.headers.get("authorization", "")
     if h[:7].lower() == "bearer ": return await run_in_threadpool(request.app.state.tokens.check, h[7:].strip()), True
     uid = request.session.get("uid")
-    return (await run_in_threadpool(user_by_id, request.app.state.board.engine, uid) if uid is not None else None), False
+    if uid is None: return None, False
+    return await run_in_threadpool(user_by_id, request.app.state.board.engine, uid), False
 
 # %% ../nbs/16c_pages.ipynb #6a271127
 class UploadTooLarge(BoardError):
@@ -70,11 +73,14 @@ class UploadTooLarge(BoardError):
 class _Parts:
     "Callbacks of python-multipart's parser: the `file` part to a new file in `folder`, other fields kept (small)"
     def __init__(self, folder, cap):
-        self.folder, self.cap, self.path, self.out, self.size, self.filename, self.fields = folder, cap, None, None, 0, "", {}
+        self.folder, self.cap, self.path, self.out = folder, cap, None, None
+        self.size, self.filename, self.fields = 0, "", {}
     def on_part_begin(self): self.headers, self.h, self.v, self.target = {}, b"", b"", None
     def on_header_field(self, data, start, end): self.h += data[start:end]
     def on_header_value(self, data, start, end): self.v += data[start:end]
-    def on_header_end(self): self.headers[self.h.lower()] = self.v; self.h, self.v = b"", b""
+    def on_header_end(self):
+        self.headers[self.h.lower()] = self.v
+        self.h, self.v = b"", b""
     def on_headers_finished(self):
         from python_multipart.multipart import parse_options_header
         _, opts = parse_options_header(self.headers.get(b"content-disposition", b""))
@@ -87,7 +93,8 @@ class _Parts:
     def on_part_data(self, data, start, end):
         if self.target is self.out and self.out is not None:
             self.size += end - start
-            if self.size > self.cap: raise UploadTooLarge(f"the file is over the {self.cap / 2**20:g} MB limit of this competition")
+            if self.size > self.cap:
+                raise UploadTooLarge(f"the file is over the {self.cap / 2**20:g} MB limit of this competition")
             self.out.write(data[start:end])
         elif self.target is not None:
             if len(self.target) + end - start > 4096: raise BoardError("a form field over 4 KB")
@@ -97,16 +104,20 @@ class _Parts:
         self.target = None
 
 # %% ../nbs/16c_pages.ipynb #a809d3c5
+_CALLBACKS = ("on_part_begin", "on_part_data", "on_part_end", "on_header_field", "on_header_value", "on_header_end",
+              "on_headers_finished")
+
 async def stream_upload(request, folder, cap):
     "(path of the stored file or None, the name the client gave, the other fields) of a multipart request, streamed"
     from python_multipart.multipart import MultipartParser, parse_options_header
     kind, params = parse_options_header(request.headers.get("content-type", ""))
-    if kind != b"multipart/form-data" or not params.get(b"boundary"): raise BoardError("send the file as multipart/form-data, in a field named 'file'")
+    if kind != b"multipart/form-data" or not params.get(b"boundary"):
+        raise BoardError("send the file as multipart/form-data, in a field named 'file'")
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > cap + 65536: raise UploadTooLarge(f"the file is over the {cap / 2**20:g} MB limit of this competition")
+    if length.isdigit() and int(length) > cap + 65536:
+        raise UploadTooLarge(f"the file is over the {cap / 2**20:g} MB limit of this competition")
     parts = _Parts(folder, cap)
-    cb = {k: getattr(parts, k) for k in ("on_part_begin", "on_part_data", "on_part_end", "on_header_field", "on_header_value", "on_header_end", "on_headers_finished")}
-    parser = MultipartParser(params[b"boundary"], cb)
+    parser = MultipartParser(params[b"boundary"], {k: getattr(parts, k) for k in _CALLBACKS})
     try:
         async for chunk in request.stream(): parser.write(chunk)
         parser.finalize()
@@ -117,43 +128,74 @@ async def stream_upload(request, folder, cap):
     if parts.out is not None and not parts.out.closed: parts.out.close()
     return parts.path, parts.filename, {k: v.decode("utf-8", "replace") for k, v in parts.fields.items()}
 
+
+# %% ../nbs/16c_pages.ipynb #7b175356
+async def discard_body(request, budget):
+    "Read what is left of a request's body and drop it, at most `budget` bytes: a client still sending gets the answer"
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > budget: return   # announced over the budget: left unread
+    try:
+        async for chunk in request.stream():
+            budget -= len(chunk)
+            if budget < 0: return
+    except ClientDisconnect: return                         # the client has gone
+    except RuntimeError: return                             # read to its end already (Starlette: "Stream consumed")
+
+
 # %% ../nbs/16c_pages.ipynb #6159f441
 def _e(status, message): return status, {"error": message}
+
+def _signed_out(bearer):
+    "The 401 of a request without a known user: its token is not known, or it sent none"
+    return _e(401, "that token is not known here" if bearer else "sign in, or send Authorization: Bearer TOKEN")
+
 
 # %% ../nbs/16c_pages.ipynb #0775f44f
 def used(board, user) -> int:
     with board.engine.connect() as c: return used_today(c, user.id, time.time())
 
 # %% ../nbs/16c_pages.ipynb #3e4f5e0a
-async def upload(request):
-    "(HTTP status, body) of an upload: 202 queued, 422 invalid (with problems), 429 over the daily limit, 4xx refused"
+async def _upload(request):
+    "(HTTP status, body) of an upload, in the order said above; a refusal may leave the body unread"
     user, bearer = await current_user(request)
-    if user is None: return _e(401, "sign in, or send Authorization: Bearer TOKEN")
+    if user is None: return _signed_out(bearer)
     board, cap = request.app.state.board, request.app.state.max_upload
     if board.closed(): return _e(403, f"the competition closed at {board.deadline.isoformat()}")
     n = await run_in_threadpool(used, board, user)
-    if n >= board.daily_limit: return _e(429, f"{user.name}: {n} of {board.daily_limit} submissions today already; the limit resets at 00:00 UTC")
+    if n >= board.daily_limit:
+        return _e(429, f"{user.name}: {n} of {board.daily_limit} submissions today already; "
+                       "the limit resets at 00:00 UTC")
     try: path, filename, fields = await stream_upload(request, board.uploads, cap)
     except UploadTooLarge as e: return _e(413, str(e))
     except BoardError as e: return _e(400, str(e))
     if path is None: return _e(400, "no file: send it in a multipart field named 'file'")
     if not bearer and not csrf_ok(request, fields.get("csrf") or request.headers.get("x-csrf-token")):
-        path.unlink(missing_ok=True); return _e(403, "the form's CSRF token is missing or wrong: reload the page and send it again")
+        path.unlink(missing_ok=True)
+        return _e(403, "the form's CSRF token is missing or wrong: reload the page and send it again")
     try: out = await run_in_threadpool(receive, board, user, path, filename)
     except LimitReached as e: return _e(429, str(e))
     except BoardError as e: return _e(403, str(e))
     if out["status"] == "invalid": return 422, {"id": out["id"], "status": "invalid", "problems": out["problems"]}
     return 202, {"id": out["id"], "status": out["status"]}
 
+async def upload(request):
+    "(HTTP status, body) of an upload: 202 queued, 422 invalid (with problems), 429 over the daily limit, 4xx refused"
+    status, body = await _upload(request)
+    if status >= 400: await discard_body(request, request.app.state.max_upload + 65536)   # the client reads the answer
+    return status, body
+
+
 # %% ../nbs/16c_pages.ipynb #08a7fc15
 def _row(engine, sid):
     with engine.connect() as c:
-        return c.execute(sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id).where(SUBMISSIONS.c.id == sid)).first()
+        q = sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id)
+        return c.execute(q.where(SUBMISSIONS.c.id == sid)).first()
 
 # %% ../nbs/16c_pages.ipynb #3dc2318e
 def _rows(engine, user=None):
     "Submissions, newest first: the user's, or everyone's"
-    q = sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id).order_by(SUBMISSIONS.c.id.desc())
+    q = sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id)
+    q = q.order_by(SUBMISSIONS.c.id.desc())
     if user is not None: q = q.where(SUBMISSIONS.c.user_id == user.id)
     with engine.connect() as c: return c.execute(q).all()
 
@@ -173,20 +215,23 @@ def submission_view(row, user, board) -> dict:
 def visible(row, user) -> bool: return row is not None and (user.teacher or row.user_id == user.id)
 
 # %% ../nbs/16c_pages.ipynb #6f0499f6
-def _json(status, body): return JSONResponse(body, status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+def _json(status, body):
+    "A JSON answer; a 401 names the kind of credentials wanted"
+    return JSONResponse(body, status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
 # %% ../nbs/16c_pages.ipynb #a3a7fc53
 async def api_submissions(request):
     if request.method == "POST": return _json(*await upload(request))
-    user, _ = await current_user(request)
-    if user is None: return _json(*_e(401, "sign in, or send Authorization: Bearer TOKEN"))
+    user, bearer = await current_user(request)
+    if user is None: return _json(*_signed_out(bearer))
     board = request.app.state.board
     return _json(200, [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine, user)])
 
+
 # %% ../nbs/16c_pages.ipynb #471c869f
 async def api_submission(request):
-    user, _ = await current_user(request)
-    if user is None: return _json(*_e(401, "sign in, or send Authorization: Bearer TOKEN"))
+    user, bearer = await current_user(request)
+    if user is None: return _json(*_signed_out(bearer))
     board = request.app.state.board
     row = await run_in_threadpool(_row, board.engine, request.path_params["sid"])
     if not visible(row, user): return _json(*_e(404, "no such submission"))
@@ -199,7 +244,8 @@ def board_entries(board, private=False):
     priv = {e["user"]: e["private_score"] for e in leaderboard(board.engine, True)} if show_private else {}
     out = []
     for e in leaderboard(board.engine, private):
-        d = dict(rank=e["rank"], user=e["user"], public_score=e["public_score"], submissions=e["submissions"], submitted=iso(e["submitted"]))
+        d = dict(rank=e["rank"], user=e["user"], public_score=e["public_score"], submissions=e["submissions"],
+                 submitted=iso(e["submitted"]))
         if show_private: d["private_score"] = priv.get(e["user"])
         out.append(d)
     return out
@@ -212,7 +258,8 @@ async def api_leaderboard(request):
 async def api_private(request):
     board = request.app.state.board
     user, _ = await current_user(request) if not board.closed() else (None, None)
-    if not board.closed() and (user is None or not user.teacher): return _json(*_e(404, "the private leaderboard is shown after the deadline"))
+    if not board.closed() and (user is None or not user.teacher):
+        return _json(*_e(404, "the private leaderboard is shown after the deadline"))
     return _json(200, await run_in_threadpool(board_entries, board, True))
 
 # %% ../nbs/16c_pages.ipynb #465911d6
@@ -220,64 +267,97 @@ TEMPLATES = {
 "base": """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ title }} · {{ competition }}</title>
 {% if refresh %}<meta http-equiv="refresh" content="{{ refresh }}">{% endif %}
 <style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}table{border-collapse:collapse}
-td,th{border-bottom:1px solid #ccc;padding:.2em .6em;text-align:left}.bad{color:#a00}.ok{color:#070}nav form{display:inline}</style></head>
-<body><nav><b>{{ competition }}</b> · <a href="/leaderboard">Leaderboard</a>{% if closed %} · <a href="/leaderboard/private">Private leaderboard</a>{% endif %}
-{% if user %} · <a href="/submissions">My submissions</a>{% if user.teacher %} · <a href="/teacher">Teacher</a>{% endif %}
- · {{ user.name }} <form method="post" action="/logout"><input type="hidden" name="csrf" value="{{ csrf }}"><button>Sign out</button></form>
+td,th{border-bottom:1px solid #ccc;padding:.2em .6em;text-align:left}.bad{color:#a00}.ok{color:#070}\
+nav form{display:inline}</style></head>
+<body><nav><b>{{ competition }}</b> · <a href="/leaderboard">Leaderboard</a>\
+{% if closed %} · <a href="/leaderboard/private">Private leaderboard</a>{% endif %}
+{% if user %} · <a href="/submissions">My submissions</a>{% if user.teacher %} · <a href="/teacher">Teacher</a>\
+{% endif %}
+ · {{ user.name }} <form method="post" action="/logout"><input type="hidden" name="csrf" value="{{ csrf }}">\
+<button>Sign out</button></form>
 {% else %} · <a href="/login">Sign in</a>{% endif %}</nav>
-{% if message %}<p class="{{ 'bad' if bad else 'ok' }}" id="message">{{ message }}</p>{% endif %}<h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>""",
-"login": """{% extends "base" %}{% block body %}<form method="post" action="/login"><input type="hidden" name="csrf" value="{{ csrf }}">
-<label>Your token <input type="password" name="token" autocomplete="current-password" required size="50"></label> <button>Sign in</button></form>
+{% if message %}<p class="{{ 'bad' if bad else 'ok' }}" id="message">{{ message }}</p>{% endif %}<h1>{{ title }}\
+</h1>{% block body %}{% endblock %}</body></html>""",
+"login": """{% extends "base" %}{% block body %}<form method="post" action="/login">\
+<input type="hidden" name="csrf" value="{{ csrf }}">
+<label>Your token <input type="password" name="token" autocomplete="current-password" required size="50">\
+</label> <button>Sign in</button></form>
 <p>Your teacher gave you the token (it was shown once, when your account was made).</p>{% endblock %}""",
-"leaderboard": """{% extends "base" %}{% block body %}{% if private %}<p>Ranked by the private score of each student's best public submission.</p>{% endif %}
-<table id="leaderboard"><tr><th>#</th><th>student</th><th>public score</th>{% if private %}<th>private score</th>{% endif %}<th>submissions</th><th>when</th></tr>
+"leaderboard": """{% extends "base" %}{% block body %}{% if private %}\
+<p>Ranked by the private score of each student's best public submission.</p>{% endif %}
+<table id="leaderboard"><tr><th>#</th><th>student</th><th>public score</th>{% if private %}\
+<th>private score</th>{% endif %}<th>submissions</th><th>when</th></tr>
 {% for e in entries %}<tr><td>{{ e.rank }}</td><td>{{ e.user }}</td><td>{{ "%.5f"|format(e.public_score) }}</td>
-{% if private %}<td>{{ "%.5f"|format(e.private_score) }}</td>{% endif %}<td>{{ e.submissions }}</td><td>{{ e.submitted }}</td></tr>{% endfor %}</table>
-{% if not entries %}<p>No scores yet.</p>{% endif %}{% if deadline %}<p>Deadline: {{ deadline }}{% if closed %} (closed){% endif %}</p>{% endif %}{% endblock %}""",
+{% if private %}<td>{{ "%.5f"|format(e.private_score) }}</td>{% endif %}<td>{{ e.submissions }}</td>\
+<td>{{ e.submitted }}</td></tr>{% endfor %}</table>
+{% if not entries %}<p>No scores yet.</p>{% endif %}{% if deadline %}<p>Deadline: {{ deadline }}\
+{% if closed %} (closed){% endif %}</p>{% endif %}{% endblock %}""",
 }
 
 # %% ../nbs/16c_pages.ipynb #343bcdcc
 TEMPLATES |= {
-"mine": """{% extends "base" %}{% block body %}{% if not closed %}<form method="post" action="/submissions" enctype="multipart/form-data">
-<input type="hidden" name="csrf" value="{{ csrf }}"><input type="file" name="file" required> <button>Upload</button></form>
-<p>{{ used }} of {{ limit }} submissions used today (00:00 UTC resets the count; files with errors do not count).</p>{% endif %}
+"mine": """{% extends "base" %}{% block body %}{% if not closed %}\
+<form method="post" action="/submissions" enctype="multipart/form-data">
+<input type="hidden" name="csrf" value="{{ csrf }}"><input type="file" name="file" required> <button>Upload</button>\
+</form>
+<p>{{ used }} of {{ limit }} submissions used today (00:00 UTC resets the count; files with errors do not count).</p>\
+{% endif %}
 {% include "table" %}{% endblock %}""",
-"table": """<table id="submissions"><tr><th>id</th>{% if everyone %}<th>student</th>{% endif %}<th>uploaded</th><th>file</th><th>status</th><th>public score</th>
-{% if show_private %}<th>private score</th>{% endif %}<th>problems</th>{% if everyone %}<th></th>{% endif %}</tr>{% for s in rows %}<tr>
-<td><a href="/submissions/{{ s.id }}">{{ s.id }}</a></td>{% if everyone %}<td>{{ s.user }}</td>{% endif %}<td>{{ s.created }}</td><td>{{ s.filename }}</td>
+"table": """<table id="submissions"><tr><th>id</th>{% if everyone %}<th>student</th>{% endif %}<th>uploaded</th>\
+<th>file</th><th>status</th><th>public score</th>
+{% if show_private %}<th>private score</th>{% endif %}<th>problems</th>{% if everyone %}<th></th>{% endif %}\
+</tr>{% for s in rows %}<tr>
+<td><a href="/submissions/{{ s.id }}">{{ s.id }}</a></td>{% if everyone %}<td>{{ s.user }}</td>{% endif %}\
+<td>{{ s.created }}</td><td>{{ s.filename }}</td>
 <td class="status">{{ s.status }}</td><td>{{ "" if s.public_score is none else "%.5f"|format(s.public_score) }}</td>
-{% if show_private %}<td>{{ "" if s.get("private_score") is none else "%.5f"|format(s.private_score) }}</td>{% endif %}<td>{{ s.problems|length }}</td>
-{% if everyone %}<td><a href="/submissions/{{ s.id }}/file">download</a>{% if s.status in ("scored", "failed") %} <form method="post" action="/teacher/rescore"
-style="display:inline"><input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="id" value="{{ s.id }}"><button>rescore</button></form>{% endif %}</td>
+{% if show_private %}<td>{{ "" if s.get("private_score") is none else "%.5f"|format(s.private_score) }}\
+</td>{% endif %}<td>{{ s.problems|length }}</td>
+{% if everyone %}<td><a href="/submissions/{{ s.id }}\
+/file">download</a>{% if s.status in ("scored", "failed") %} <form method="post" action="/teacher/rescore"
+style="display:inline"><input type="hidden" name="csrf" value="{{ csrf }}">\
+<input type="hidden" name="id" value="{{ s.id }}"><button>rescore</button></form>{% endif %}</td>
 {% endif %}</tr>{% endfor %}</table>""",
-"submission": """{% extends "base" %}{% block body %}<p>File {{ s.filename }}, uploaded {{ s.created }} by {{ s.user }} · <a href="/submissions/{{ s.id }}/file">download</a></p>
-<p>Status: <b id="status">{{ s.status }}</b>{% if s.status in ("queued", "scoring") %} (this page reloads until the score is in){% endif %}</p>
-{% if s.public_score is not none %}<p>Public score: <b id="public">{{ "%.6f"|format(s.public_score) }}</b></p>{% endif %}
-{% if s.get("private_score") is not none %}<p>Private score: <b id="private">{{ "%.6f"|format(s.private_score) }}</b></p>{% endif %}
+"submission": """{% extends "base" %}{% block body %}<p>File {{ s.filename }}\
+, uploaded {{ s.created }} by {{ s.user }} · <a href="/submissions/{{ s.id }}/file">download</a></p>
+<p>Status: <b id="status">{{ s.status }}</b>\
+{% if s.status in ("queued", "scoring") %} (this page reloads until the score is in){% endif %}</p>
+{% if s.public_score is not none %}<p>Public score: <b id="public">{{ "%.6f"|format(s.public_score) }}</b>\
+</p>{% endif %}
+{% if s.get("private_score") is not none %}<p>Private score: <b id="private">{{ "%.6f"|format(s.private_score) }}</b>\
+</p>{% endif %}
 {% if s.error %}<p class="bad">{{ s.error }}</p>{% endif %}
-{% if s.problems %}<table id="problems"><tr><th>level</th><th>row</th><th>field</th><th>problem</th></tr>{% for p in s.problems %}
-<tr><td>{{ p.level }}</td><td>{{ "" if p.row is none else p.row }}</td><td>{{ p.field or "" }}</td><td>{{ p.message }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
+{% if s.problems %}<table id="problems"><tr><th>level</th><th>row</th><th>field</th><th>problem</th>\
+</tr>{% for p in s.problems %}
+<tr><td>{{ p.level }}</td><td>{{ "" if p.row is none else p.row }}</td><td>{{ p.field or "" }}</td>\
+<td>{{ p.message }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
 "note": """{% extends "base" %}{% block body %}{% endblock %}""",
-"teacher": """{% extends "base" %}{% block body %}<p><a href="/teacher/grades.csv">Grades (CSV)</a> · {{ rows|length }} submissions ·
-{{ limit }} a day · deadline {{ deadline or "none" }}</p><form method="post" action="/teacher/rescore"><input type="hidden" name="csrf" value="{{ csrf }}">
-<input type="hidden" name="id" value="all"><button>Rescore every submission</button></form>{% include "table" %}{% endblock %}""",
+"teacher": """{% extends "base" %}{% block body %}<p>\
+<a href="/teacher/grades.csv">Grades (CSV)</a> · {{ rows|length }} submissions ·
+{{ limit }} a day · deadline {{ deadline or "none" }}</p><form method="post" action="/teacher/rescore">\
+<input type="hidden" name="csrf" value="{{ csrf }}">
+<input type="hidden" name="id" value="all"><button>Rescore every submission</button></form>{% include "table" %}\
+{% endblock %}""",
 }
 
 # %% ../nbs/16c_pages.ipynb #7027e574
 _ENV = None
 
-SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-                    "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
+SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                                               "frame-ancestors 'none'",
+                    "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+                    "Cache-Control": "no-store"}
 
 def render(request, name, user, status=200, **context) -> HTMLResponse:
     "A page from `TEMPLATES`, with the navigation's facts and the session's CSRF token"
     global _ENV
     if _ENV is None:
         import jinja2
-        _ENV = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined)
+        _ENV = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True,
+                                  undefined=jinja2.StrictUndefined)
     board = request.app.state.board
-    context = {**dict(competition=board.competition.title or board.competition.name, user=user, csrf=csrf_token(request), closed=board.closed(),
-                      refresh=None, message=None, bad=False, deadline=board.deadline.isoformat() if board.deadline else None), **context}
+    context = {**dict(competition=board.competition.title or board.competition.name, user=user,
+                      csrf=csrf_token(request), closed=board.closed(), refresh=None, message=None, bad=False,
+                      deadline=board.deadline.isoformat() if board.deadline else None), **context}
     return HTMLResponse(_ENV.get_template(name).render(**context), status, headers=SECURITY_HEADERS)
 
 # %% ../nbs/16c_pages.ipynb #5e954b96
@@ -288,9 +368,12 @@ async def login(request):
     user, _ = await current_user(request)
     if request.method == "GET": return render(request, "login", user, title="Sign in")
     form = await request.form()
-    if not csrf_ok(request, form.get("csrf")): return render(request, "login", None, 403, title="Sign in", message="The form expired: sign in again.", bad=True)
+    if not csrf_ok(request, form.get("csrf")):
+        return render(request, "login", None, 403, title="Sign in", bad=True,
+                      message="The form expired: sign in again.")
     found = await run_in_threadpool(request.app.state.tokens.check, str(form.get("token", "")).strip())
-    if found is None: return render(request, "login", None, 401, title="Sign in", message="That token is not known here.", bad=True)
+    if found is None:
+        return render(request, "login", None, 401, title="Sign in", message="That token is not known here.", bad=True)
     request.session.clear()
     request.session.update(uid=found.id, csrf=secrets.token_urlsafe(24))
     return _see("/submissions")
@@ -306,9 +389,11 @@ async def leaderboard_page(request, private=False):
     user, _ = await current_user(request)
     board = request.app.state.board
     if private and not board.closed() and not (user and user.teacher):
-        return render(request, "note", user, 404, title="Private leaderboard", message="The private leaderboard is shown after the deadline.", bad=True)
+        return render(request, "note", user, 404, title="Private leaderboard", bad=True,
+                      message="The private leaderboard is shown after the deadline.")
     entries = await run_in_threadpool(board_entries, board, private)
-    return render(request, "leaderboard", user, title="Private leaderboard" if private else "Leaderboard", entries=entries, private=private)
+    title = "Private leaderboard" if private else "Leaderboard"
+    return render(request, "leaderboard", user, title=title, entries=entries, private=private)
 
 # %% ../nbs/16c_pages.ipynb #bc95346e
 async def private_page(request): return await leaderboard_page(request, True)
@@ -327,9 +412,9 @@ async def mine(request):
     board = request.app.state.board
     rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine, user)]
     err = body["error"] if request.method == "POST" else None
-    return render(request, "mine", user, status if err else 200, title="My submissions", rows=rows, used=await run_in_threadpool(used, board, user),
-                  limit=board.daily_limit,
-                  everyone=False, show_private=board.closed(), message=err, bad=bool(err))
+    n = await run_in_threadpool(used, board, user)
+    return render(request, "mine", user, status if err else 200, title="My submissions", rows=rows, used=n,
+                  limit=board.daily_limit, everyone=False, show_private=board.closed(), message=err, bad=bool(err))
 
 # %% ../nbs/16c_pages.ipynb #6f6b7de1
 async def submission_page(request):
@@ -339,7 +424,8 @@ async def submission_page(request):
     row = await run_in_threadpool(_row, board.engine, request.path_params["sid"])
     if not visible(row, user): return render(request, "note", user, 404, title="No such submission")
     s = submission_view(row, user, board)
-    return render(request, "submission", user, title=f"Submission {s['id']}", s=s, refresh=2 if s["status"] in ("queued", "scoring") else None)
+    waiting = s["status"] in ("queued", "scoring")
+    return render(request, "submission", user, title=f"Submission {s['id']}", s=s, refresh=2 if waiting else None)
 
 # %% ../nbs/16c_pages.ipynb #88fa7d91
 async def download(request):
@@ -347,7 +433,8 @@ async def download(request):
     if user is None: return _see("/login")
     row = await run_in_threadpool(_row, request.app.state.board.engine, request.path_params["sid"])
     if not visible(row, user): return Response("no such submission", 404)
-    return FileResponse(request.app.state.board.uploads / row.stored, media_type="text/csv", filename=f"submission-{row.id}-{row.name}.csv")
+    return FileResponse(request.app.state.board.uploads / row.stored, media_type="text/csv",
+                        filename=f"submission-{row.id}-{row.name}.csv")
 
 # %% ../nbs/16c_pages.ipynb #28cc4b69
 async def _teacher(request):
@@ -356,12 +443,16 @@ async def _teacher(request):
 
 # %% ../nbs/16c_pages.ipynb #f56a0955
 async def teacher_page(request):
-    user = await _teacher(request)
+    user, _ = await current_user(request)
     if user is None: return _see("/login")
+    if not user.teacher:
+        return render(request, "note", user, 403, title="Teachers only", bad=True,
+                      message="You are signed in as a student; this page is the teacher's.")
     board = request.app.state.board
     rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine)]
-    return render(request, "teacher", user, title="All submissions", rows=rows, everyone=True, show_private=True, limit=board.daily_limit,
-                  message=request.query_params.get("done"))
+    return render(request, "teacher", user, title="All submissions", rows=rows, everyone=True, show_private=True,
+                  limit=board.daily_limit, message=request.query_params.get("done"))
+
 
 # %% ../nbs/16c_pages.ipynb #0c915660
 async def rescore_post(request):
@@ -369,7 +460,8 @@ async def rescore_post(request):
     form = await request.form()
     if user is None or not csrf_ok(request, form.get("csrf")): return Response("forbidden", 403)
     which = str(form.get("id", ""))
-    n = await run_in_threadpool(rescore, request.app.state.board, None if which == "all" else [int(which)] if which.isdigit() else [])
+    ids = None if which == "all" else [int(which)] if which.isdigit() else []
+    n = await run_in_threadpool(rescore, request.app.state.board, ids)
     return _see(f"/teacher?done={n}+submissions+queued+again")
 
 # %% ../nbs/16c_pages.ipynb #ea948f61
@@ -384,7 +476,8 @@ ROUTES = [Route("/", home), Route("/login", login, methods=["GET", "POST"]), Rou
           Route("/submissions", mine, methods=["GET", "POST"]), Route("/submissions/{sid:int}", submission_page),
           Route("/submissions/{sid:int}/file", download), Route("/teacher", teacher_page),
           Route("/teacher/rescore", rescore_post, methods=["POST"]), Route("/teacher/grades.csv", grades),
-          Route("/api/submissions", api_submissions, methods=["GET", "POST"]), Route("/api/submissions/{sid:int}", api_submission),
+          Route("/api/submissions", api_submissions, methods=["GET", "POST"]),
+          Route("/api/submissions/{sid:int}", api_submission),
           Route("/api/leaderboard", api_leaderboard), Route("/api/leaderboard/private", api_private)]
 
 def create_app(board, max_upload_mb=20, secure_cookie=False, worker=True) -> Starlette:
@@ -396,7 +489,8 @@ def create_app(board, max_upload_mb=20, secure_cookie=False, worker=True) -> Sta
         try: yield
         finally:
             if w is not None: await run_in_threadpool(w.stop)
-    app = Starlette(routes=ROUTES, lifespan=lifespan, middleware=[Middleware(SessionMiddleware, secret_key=secret, session_cookie="clinseg_session",
-                    max_age=14 * 86400, same_site="lax", https_only=secure_cookie)])
+    sessions = Middleware(SessionMiddleware, secret_key=secret, session_cookie="clinseg_session", max_age=14 * 86400,
+                          same_site="lax", https_only=secure_cookie)
+    app = Starlette(routes=ROUTES, lifespan=lifespan, middleware=[sessions])
     app.state.board, app.state.tokens, app.state.max_upload = board, Tokens(board.engine), int(max_upload_mb * 2**20)
     return app

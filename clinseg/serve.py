@@ -4,12 +4,13 @@
 
 # %% ../nbs/16d_serve.ipynb #8e3b9203
 from __future__ import annotations
-import argparse, json, os, sys, time, urllib.error, urllib.parse, urllib.request, uuid
+import argparse, http.client, json, os, socket, sys, time, urllib.parse, uuid
 from pathlib import Path
 
+
 # %% auto #0
-__all__ = ['SERVE_HELP', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'serve_command', 'admin_command', 'multipart_file',
-           'request', 'wait_for', 'submit_command', 'main']
+__all__ = ['SERVE_HELP', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'listen', 'serve_command', 'admin_command',
+           'multipart_file', 'request', 'wait_for', 'submit_command', 'main']
 
 # %% ../nbs/16d_serve.ipynb #51e5390e
 def _a(*names, **kwargs): return names, kwargs
@@ -19,31 +20,50 @@ SERVE_HELP = {"serve": "run the class leaderboard: upload, validate, score, publ
               "submit": "upload a submission to a class leaderboard; prints its id (and, with --wait, its score)"}
 
 SERVE_ARGUMENTS = {
-    "serve": [_a("--competition", "-c", required=True, metavar="NAME_OR_FILE", help="a competition's name, or a .py file defining COMPETITION"),
-              _a("--solution", "-s", required=True, help="the solution (CSV; WAD: the folder of label images), with a Usage column for Public/Private"),
-              _a("--db", metavar="URL", help="database URL (default: SQLite in clinseg-board/ next to the solution); e.g. postgresql+psycopg://user@host/db"),
+    "serve": [_a("--competition", "-c", required=True, metavar="NAME_OR_FILE",
+                 help="a competition's name, or a .py file defining COMPETITION"),
+              _a("--solution", "-s", required=True,
+                 help="the solution (CSV; WAD: the folder of label images), with a Usage column for Public/Private"),
+              _a("--db", metavar="URL", help="database URL (default: SQLite in clinseg-board/ next to the solution); "
+                                             "e.g. postgresql+psycopg://user@host/db"),
               _a("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"),
-              _a("--port", "-p", type=int, default=8000, help="port (default 8000)"),
+              _a("--port", "-p", type=int, default=8000,
+                 help="port (default 8000; 0: a free one, said when it listens)"),
               _a("--daily-limit", type=int, default=5, help="valid submissions per student per UTC day (default 5)"),
-              _a("--deadline", metavar="ISO-TIME", help="when the competition closes and the private leaderboard opens, e.g. 2026-06-30T23:59+02:00 (no zone: UTC)"),
-              _a("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 (default: a thread of the server)"),
+              _a("--deadline", metavar="ISO-TIME", help="when the competition closes and the private leaderboard "
+                                                        "opens, e.g. 2026-06-30T23:59+02:00 (no zone: UTC)"),
+              _a("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 "
+                                                        "(default: a thread of the server)"),
               _a("--max-upload-mb", type=float, default=20, help="largest upload in MB (default 20)"),
-              _a("--uploads", metavar="DIR", help="folder of the uploaded files (default: clinseg-board/uploads next to the solution)"),
-              _a("--secure-cookie", action="store_true", help="mark the session cookie Secure (set it when the site is reached over https)")],
-    "serve-admin": [_a("action", choices=["add-user", "add-teacher"], help="add-user: a student; add-teacher: a teacher (sees every submission)"),
+              _a("--uploads", metavar="DIR",
+                 help="folder of the uploaded files (default: clinseg-board/uploads next to the solution)"),
+              _a("--secure-cookie", action="store_true",
+                 help="mark the session cookie Secure (set it when the site is reached over https)")],
+    "serve-admin": [_a("action", choices=["add-user", "add-teacher"],
+                       help="add-user: a student; add-teacher: a teacher (sees every submission)"),
                     _a("name", help="the account's name, shown on the leaderboard"),
                     _a("--db", metavar="URL", help="the server's database URL"),
                     _a("--solution", "-s", help="or: the solution the server runs on (its default SQLite database)")],
     "submit": [_a("file", help="the submission CSV"),
-               _a("--server", required=True, metavar="URL", help="the leaderboard's address, e.g. http://127.0.0.1:8000"),
+               _a("--server", required=True, metavar="URL",
+                  help="the leaderboard's address, e.g. http://127.0.0.1:8000"),
                _a("--token", metavar="TOKEN", help="your token (default: the environment variable CLINSEG_TOKEN)"),
                _a("--wait", action="store_true", help="wait for the score and print it"),
                _a("--timeout", type=float, default=600, help="seconds to wait for the score (default 600)")],
 }
 
+
 # %% ../nbs/16d_serve.ipynb #f3dd08c8
 class ServeError(ValueError):
     "A problem with a serve, serve-admin or submit command, said in one line"
+
+# %% ../nbs/16d_serve.ipynb #908be753
+def listen(host, port):
+    "A socket listening on (host, port); port 0: a free one, chosen by the system; a port that is taken: a `ServeError`"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try: return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as e: raise ServeError(f"--host {host} --port {port}: {e.strerror or e}") from None
+
 
 # %% ../nbs/16d_serve.ipynb #b5a39ab5
 def serve_command(args) -> int:
@@ -52,28 +72,39 @@ def serve_command(args) -> int:
     from clinseg.board import open_board
     from clinseg.pages import create_app
     from clinseg.scoring import as_executor, dask_client
-    if not 0 < args.port < 65536: raise ServeError(f"--port {args.port}: a port is 1 to 65535")
+    if not 0 <= args.port < 65536: raise ServeError(f"--port {args.port}: a port is 1 to 65535 (0: a free one)")
     if args.max_upload_mb <= 0: raise ServeError(f"--max-upload-mb {args.max_upload_mb}: must be above 0")
-    board = open_board(args.competition, args.solution, args.db, getattr(args, "uploads", None), args.daily_limit, args.deadline,
-                       processes=not args.scheduler)   # score in a child process, unless a dask cluster does it
+    board = open_board(args.competition, args.solution, args.db, getattr(args, "uploads", None), args.daily_limit,
+                       args.deadline, processes=not args.scheduler)   # score in a child process, unless dask does it
     def run():
         app = create_app(board, args.max_upload_mb, getattr(args, "secure_cookie", False))
+        sock = listen(args.host, args.port)
+        host, port = f"[{args.host}]" if ":" in args.host else args.host, sock.getsockname()[1]
         where = f"on the dask cluster at {args.scheduler}" if args.scheduler else "in a scoring process"
-        print(f"clinseg serve: {board.competition.name} on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string(hide_password=True)}, "
-              f"{board.daily_limit} a day, deadline {board.deadline.isoformat() if board.deadline else 'none'}, scored {where}); Ctrl-C stops it",
+        deadline = board.deadline.isoformat() if board.deadline else "none"
+        db = board.engine.url.render_as_string(hide_password=True)
+        print(f"clinseg serve: {board.competition.name} on http://{host}:{port}/ (database {db}, "
+              f"{board.daily_limit} a day, deadline {deadline}, scored {where}); Ctrl-C stops it",
               file=sys.stderr, flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        try: server.run(sockets=[sock])
+        except KeyboardInterrupt: return   # Ctrl-C: uvicorn has stopped the server, then passed the signal on
+        if not server.started: raise ServeError("the server did not start: see the messages above")
     if args.scheduler:
-        with dask_client(args.scheduler) as client: board.executor = as_executor(client); run()
+        with dask_client(args.scheduler) as client:
+            board.executor = as_executor(client)
+            run()
     else: run()
     return 0
 
+
 # %% ../nbs/16d_serve.ipynb #5057651f
 def admin_command(args) -> int:
-    "`clinseg serve-admin add-user|add-teacher NAME`: make the account, print its token (only now: it is kept as a hash)"
+    "`clinseg serve-admin add-user|add-teacher NAME`: make the account, print its token (only now: kept as a hash)"
     from clinseg.board import add_user, connect, default_db
     db = args.db or (default_db(args.solution) if getattr(args, "solution", None) else None)
-    if db is None: raise ServeError("serve-admin needs --db URL (or --solution PATH for the default SQLite database next to it)")
+    if db is None:
+        raise ServeError("serve-admin needs --db URL (or --solution PATH for the default SQLite database next to it)")
     role = "teacher" if args.action == "add-teacher" else "student"
     token = add_user(connect(db), args.name, role)
     print(token)
@@ -99,21 +130,28 @@ def multipart_file(path, field="file", block=1 << 16):
 # %% ../nbs/16d_serve.ipynb #4f9bac06
 def request(server, path, token=None, file=None, timeout=60):
     "(HTTP status, JSON body) of a GET, or of a POST of `file`; a server that does not answer is a `ServeError`"
-    url = server.rstrip("/") + path
+    url = urllib.parse.urlsplit(server.rstrip("/") + path)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ServeError(f"{server}: not an address like http://HOST:PORT")
     headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
-    data = None
+    body = None
     if file is not None:
-        kind, length, data = multipart_file(file)
+        kind, length, body = multipart_file(file)
         headers |= {"Content-Type": kind, "Content-Length": str(length)}
-    req = urllib.request.Request(url, data=data, headers=headers, method="POST" if file is not None else "GET")
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    conn = kind(url.hostname, url.port, timeout=timeout)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r: return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        try: return e.code, json.loads(body)
-        except ValueError: return e.code, {"error": body.decode("utf-8", "replace")[:200] or e.reason}
-    except (urllib.error.URLError, OSError) as e:
-        raise ServeError(f"{server}: no answer ({getattr(e, 'reason', e)}): is the server running, and is the address right?") from None
+        target = url.path + (f"?{url.query}" if url.query else "")
+        try: conn.request("POST" if file is not None else "GET", target, body, headers)
+        except (BrokenPipeError, ConnectionResetError): pass   # the server stopped reading: its answer may be there
+        r = conn.getresponse()
+        status, reason, text = r.status, r.reason, r.read()
+    except (OSError, http.client.HTTPException) as e:
+        raise ServeError(f"{server}: no answer ({e}): is the server running, and is the address right?") from None
+    finally: conn.close()
+    try: return status, json.loads(text or b"null")
+    except ValueError: return status, {"error": text.decode("utf-8", "replace")[:200] or reason}
+
 
 # %% ../nbs/16d_serve.ipynb #8e231878
 def wait_for(server, token, sid, timeout=600, poll=1.0) -> dict:
@@ -121,13 +159,18 @@ def wait_for(server, token, sid, timeout=600, poll=1.0) -> dict:
     end = time.monotonic() + timeout
     while True:
         status, s = request(server, f"/api/submissions/{sid}", token)
-        if status != 200: raise ServeError(f"{server}: submission {sid}: {status}: {s.get('error') if isinstance(s, dict) else s}")
+        if status != 200:
+            raise ServeError(f"{server}: submission {sid}: {status}: {s.get('error') if isinstance(s, dict) else s}")
         if s["status"] not in ("queued", "scoring"): return s
-        if time.monotonic() > end: raise ServeError(f"submission {sid} is still {s['status']} after {timeout:g} s: see it later on the site")
+        if time.monotonic() > end:
+            raise ServeError(f"submission {sid} is still {s['status']} after {timeout:g} s: see it later on the site")
         time.sleep(poll)
 
 # %% ../nbs/16d_serve.ipynb #f10379dd
-def _line(p): return ": ".join([f"row {p['row']}"] * (p["row"] is not None) + [f"field {p['field']}"] * bool(p["field"]) + [p["message"]])
+def _line(p):
+    "A problem as one line: 'row R: field F: message', without the parts it does not have"
+    return ": ".join([f"row {p['row']}"] * (p["row"] is not None) + [f"field {p['field']}"] * bool(p["field"])
+                     + [p["message"]])
 
 # %% ../nbs/16d_serve.ipynb #04ada1be
 def submit_command(args) -> int:
@@ -138,9 +181,11 @@ def submit_command(args) -> int:
     status, body = request(args.server, "/api/submissions", token, file=args.file)
     if status == 422:
         for p in body["problems"]: print(f"clinseg: {p['level']}: {args.file}: {_line(p)}", file=sys.stderr)
-        print(f"submission {body['id']}: invalid: {len(body['problems'])} problems (it does not count against the daily limit)")
+        print(f"submission {body['id']}: invalid: {len(body['problems'])} problems "
+              "(it does not count against the daily limit)")
         return 1
-    if status != 202: raise ServeError(f"{args.server}: {status}: {body.get('error') if isinstance(body, dict) else body}")
+    if status != 202:
+        raise ServeError(f"{args.server}: {status}: {body.get('error') if isinstance(body, dict) else body}")
     print(f"submission {body['id']}: {body['status']}", flush=True)
     if not args.wait: return 0
     s = wait_for(args.server, token, body["id"], args.timeout)
@@ -153,7 +198,8 @@ SERVE_COMMANDS = {"serve": serve_command, "serve-admin": admin_command, "submit"
 
 def main(argv=None) -> int:
     "`python -m clinseg.serve serve|serve-admin|submit ...`: the commands as `clinseg` runs them; returns the exit code"
-    p = argparse.ArgumentParser(prog="python -m clinseg.serve", description="The class leaderboard: serve, serve-admin, submit.")
+    p = argparse.ArgumentParser(prog="python -m clinseg.serve",
+                                description="The class leaderboard: serve, serve-admin, submit.")
     sub = p.add_subparsers(dest="command", required=True)
     for name, arguments in SERVE_ARGUMENTS.items():
         s = sub.add_parser(name, help=SERVE_HELP[name], description=SERVE_HELP[name])
@@ -162,7 +208,8 @@ def main(argv=None) -> int:
     try: return SERVE_COMMANDS[args.command](args)
     except KeyboardInterrupt: return 130
     except (ValueError, OSError, ImportError) as e:
-        print(f"clinseg: error: {' '.join(str(e).split())}", file=sys.stderr); return 1
+        print(f"clinseg: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
 
 # %% ../nbs/16d_serve.ipynb #4f714969
 if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())

@@ -224,6 +224,7 @@ def _slider_moves_figure(page, slider, prefix):
     return before_value, after_value
 
 
+@pytest.mark.slow
 def test_chapter_runs_and_its_widget_answers(lab):
     url, token, root = lab
     with _page("chapter") as page:
@@ -234,6 +235,7 @@ def test_chapter_runs_and_its_widget_answers(lab):
         assert int(after) > int(before), f"dragging right lowered the offset: {before} -> {after}"
 
 
+@pytest.mark.slow
 def test_walkthrough_runs_and_its_widget_answers(lab):
     url, token, root = lab
     with _page("walkthrough") as page:

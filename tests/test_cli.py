@@ -5,10 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clinseg.submissions import write_solution
-
 from clinseg.competitions.dsb2018 import write_dsb
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from clinseg.samples import missing_sample, real_sample
+from clinseg.submissions import write_solution
 
 
 def clinseg(*args, cwd=None):
@@ -81,6 +80,7 @@ def test_errors_are_one_line(files, tmp_path):
     assert not (tmp_path / "m.png").exists()
 
 
+@pytest.mark.slow
 def test_encode_decode_round_trip(tmp_path):
     from PIL import Image
     mask = np.zeros((3, 4), np.uint8); mask[0, 1:3] = 255; mask[2, 3] = 255
@@ -99,6 +99,7 @@ def test_encode_decode_round_trip(tmp_path):
 HW2_IDS = ["0u7or1fr6v6sblk1mrahwaz9xeuro7p4", "0n7lp2tldbk94mij1752t75tlc3h0pnl", "n2ds2ett5lj2bxy9xm44zhrvsrl3xqss"]   # the competition page's
 
 
+@pytest.mark.slow
 def test_hw2_real_ids_validate_and_score(tmp_path):
     "The homework's ids are 32 characters 0-9 a-z (not hex): the page's three and random ones pass; an unknown one is named, with a suggestion"
     from clinseg.competitions.hw2 import write_hw2
@@ -127,14 +128,21 @@ def test_hw2_real_ids_validate_and_score(tmp_path):
     r = clinseg("score", "-c", "hw2", tmp_path / "solution.csv", bad)
     assert r.returncode == 1 and r.stdout == "" and f"did you mean '{HW2_IDS[0]}'?" in r.stderr
 
+def _real(*parts):
+    "The real sample `parts` under CLINSEG_DATA; the test is skipped without it (and fails in CI, where it must be)"
+    path = real_sample(*parts, quiet=True)
+    if path is None: pytest.skip(missing_sample(*parts))
+    return path
+
+
 def test_real_dsb_solution_and_neopolyp_sample():
-    if not DATA.exists(): pytest.skip(f"{DATA} is absent")
-    sol = DATA / "dsb2018" / "stage1_solution.csv"
+    sol = _real("dsb2018", "stage1_solution.csv")
+    sample = _real("neopolyp", "sample_submission.csv")
     r = clinseg("score", "-c", "dsb2018", sol, sol, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["score"] == 1.0 and out["public"] == 1.0 and out["items"] == 65
-    r = clinseg("validate", "-c", "neopolyp", DATA / "neopolyp" / "sample_submission.csv")
+    r = clinseg("validate", "-c", "neopolyp", sample)
     assert r.returncode == 0 and "ok: 400 rows, 0 errors" in r.stdout
 
 
@@ -164,13 +172,14 @@ def test_demo_as_a_user(tmp_path):
     assert r.stdout.startswith("competition") and f"files in {out}" in r.stdout and "Traceback" not in r.stderr
     assert (out / "dsb2018" / "submission.csv").is_file() and (out / "neopolyp" / "solution.csv").is_file()
     r = clinseg("demo", "--out", out, "-c", "dsb2018")                  # run twice: refused, nothing replaced
-    assert (r.returncode, r.stdout) == (1, "") and r.stderr == f"clinseg: error: {out / 'dsb2018'}: already exists (pass force=True, or --force, to write into it)\n"
+    assert (r.returncode, r.stdout) == (1, "") and r.stderr == f"clinseg: error: {out / 'dsb2018'}: already exists (use --force to write into it)\n"
     r = clinseg("demo", "--out", out / "dsb2018" / "submission.csv", "-c", "dsb2018")   # a file given as the folder
     assert (r.returncode, r.stderr) == (1, f"clinseg: error: {out / 'dsb2018' / 'submission.csv'}: is a file, expected a folder to write the demo into\n")
     r = clinseg("demo", "--help")
     assert r.returncode == 0 and "--out DIR" in r.stdout and "--force" in r.stdout
 
 
+@pytest.mark.slow
 def test_shape_sizes_one_rule(tmp_path):
     "--shape: ASCII digits only (whole_number), at most 2**40 pixels (mask_size), and a mask larger than memory is one line, fast"
     out = tmp_path / "m.png"
@@ -184,6 +193,7 @@ def test_shape_sizes_one_rule(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_decode_out_of_memory_is_one_line(tmp_path):
     "A mask that passes the size checks but cannot be allocated (an address-space limit here): one line, no partial file"
     import resource
@@ -194,6 +204,7 @@ def test_decode_out_of_memory_is_one_line(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_output_onto_input_refused_even_with_force(files, tmp_path):
     "An output that is an input (the same path, a symbolic link to it, a hard link, a file in an input folder) is refused, and the input kept"
     import shutil
@@ -220,6 +231,7 @@ def test_output_onto_input_refused_even_with_force(files, tmp_path):
     assert r.returncode == 0 and (tmp_path / "table.csv").is_file(), r.stderr
 
 
+@pytest.mark.slow
 def test_jobs_capped_and_whole_numbers(files):
     import os as _os
     cpus = len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count()

@@ -1,17 +1,22 @@
 """`clinseg serve`, the class leaderboard: the HTTP API on SQLite and on PostgreSQL, access rules, the daily limit under
 concurrent uploads, a server killed while scoring, the upload cap, and one real browser without JavaScript.
 
-- The API tests run twice: on SQLite (a file in the test's folder) and on PostgreSQL, either the server named by the
-  environment variable CLINSEG_TEST_POSTGRES (a SQLAlchemy URL of a database the tests may fill) or a throw-away
-  cluster made with `initdb` in a temporary folder and started with `pg_ctl` on a free port of 127.0.0.1 (as the
-  `postgres` user when the tests run as root; initdb refuses root). When neither can be had the PostgreSQL tests are
-  skipped with the reason, and fail when the environment variable CI is set.
-- Live servers are `serve_command` in a subprocess on a free port of 127.0.0.1; every process started is stopped.
+- The API tests run on SQLite (a file in the test's folder) and, with `pytest --slow`, on PostgreSQL too: the
+  server named by the environment variable CLINSEG_TEST_POSTGRES (a SQLAlchemy URL of a database the tests may fill)
+  or a throw-away cluster made with `initdb` in a temporary folder and started with `pg_ctl` on a free port of
+  127.0.0.1 (as the `postgres` user when the tests run as root; initdb refuses root). When neither can be had the
+  PostgreSQL tests are skipped with the reason, and fail when the environment variable CI is set.
+- The browser test and the dask scheduler's run only with `pytest --slow`.
+- Live servers are `serve_command` in a subprocess on 127.0.0.1, on a port the system chooses (`--port 0`); a test
+  connects once the server has said where it listens (a line it prints after the port takes connections), never
+  after a delay. Every process started is stopped. Timeouts are safety nets against a hang (a failure), never
+  measures.
 - The data is the DSB 2018 demo's (`clinseg.demo.run_demo`), its solution split half Public, half Private.
 - The browser test uses Debian's Chromium through Playwright, with JavaScript switched off; skipped when either is
   missing (with CLINSEG_REQUIRE_BROWSER=1 or CI set, a failure). Screenshots go to artifacts/browser/serve_*.png.
 """
-import contextlib, http.client, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time, warnings
+import contextlib, http.client, itertools, json, os, queue, re, shutil, signal, socket, subprocess, sys, tempfile, threading
+import time, warnings
 from argparse import Namespace
 from pathlib import Path
 
@@ -23,6 +28,7 @@ CHROMIUM = Path(os.environ.get("CLINSEG_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PG_BIN = Path(os.environ.get("CLINSEG_PG_BIN", "/usr/local/bin"))
+SAFETY = 300   # seconds: how long a wait may last before it is a failure (a hang), never a measure of speed
 
 SLOW_COMPETITION = '''"""DSB 2018 under another name, its scorer slowed by SLOW_SCORE seconds (a test of a server killed while scoring)."""
 import os, time
@@ -49,7 +55,8 @@ def _skip(reason):
 
 def _free_port():
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------- data and databases
@@ -83,9 +90,14 @@ def postgres(tmp_path_factory):
     except ImportError: psycopg = None
     url = os.environ.get("CLINSEG_TEST_POSTGRES")
     if url:
-        yield _databases_on(url, psycopg); return
-    if psycopg is None: yield "psycopg is not installed (pip install 'psycopg[binary]')"; return
-    if not (PG_BIN / "initdb").exists(): yield f"no PostgreSQL server binaries in {PG_BIN} (set CLINSEG_PG_BIN or CLINSEG_TEST_POSTGRES)"; return
+        yield _databases_on(url, psycopg)
+        return
+    if psycopg is None:
+        yield "psycopg is not installed (pip install 'psycopg[binary]')"
+        return
+    if not (PG_BIN / "initdb").exists():
+        yield f"no PostgreSQL server binaries in {PG_BIN} (set CLINSEG_PG_BIN or CLINSEG_TEST_POSTGRES)"
+        return
     folder = Path(tempfile.mkdtemp(prefix="clinseg-pg-"))
     as_user = {}
     if os.geteuid() == 0:
@@ -102,7 +114,8 @@ def postgres(tmp_path_factory):
                        check=True, capture_output=True, timeout=90, **as_user)
     except (subprocess.SubprocessError, OSError) as e:
         shutil.rmtree(folder, ignore_errors=True)
-        yield f"a throw-away PostgreSQL did not start: {e}"; return
+        yield f"a throw-away PostgreSQL did not start: {e}"
+        return
     try: yield _databases_on(f"postgresql+psycopg://clinseg@127.0.0.1:{port}/postgres", psycopg)
     finally:
         subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60, **as_user)
@@ -123,8 +136,9 @@ def _databases_on(url, psycopg):
     return new
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def db(request, tmp_path):
+    "A new empty database: SQLite in the test's folder; PostgreSQL (with --slow) on the session's server"
     if request.param == "sqlite": return f"sqlite:///{tmp_path / 'board.sqlite'}"
     new = request.getfixturevalue("postgres")
     if isinstance(new, str): _skip(new)
@@ -142,7 +156,7 @@ def _client(app):
 def _bearer(token): return {"Authorization": f"Bearer {token}"}
 
 
-def _wait_scored(get, sid, timeout=60):
+def _wait_scored(get, sid, timeout=SAFETY):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         s = get(sid)
@@ -151,37 +165,63 @@ def _wait_scored(get, sid, timeout=60):
     raise AssertionError(f"submission {sid} not scored in {timeout} s: {s}")
 
 
-def _wait_until_up(url, proc, log, timeout=60):
-    "Wait until the server at `url` answers; an AssertionError with its log (`log()`) if it stops or stays silent"
-    from clinseg.serve import ServeError, request
-    end = time.monotonic() + timeout
+_LOGS = itertools.count()
+
+
+def _started(argv, log, env=None, cwd=None):
+    """Start a `clinseg serve` command (with --port 0) in its own process group; (URL, process) once it has said where it
+    listens. Its output goes on to the file `log`; `process.copier` is the thread copying it, done when it ends."""
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
+    lines = queue.Queue()
+    def copy():
+        with open(log, "w") as f:
+            for line in proc.stdout:
+                f.write(line)
+                f.flush()
+                lines.put(line)
+        lines.put(None)
+    proc.copier = threading.Thread(target=copy, daemon=True)
+    proc.copier.start()
     while True:
-        try: request(url, "/api/leaderboard", timeout=2); return
-        except ServeError:
-            if proc.poll() is not None or time.monotonic() > end: raise AssertionError(f"the server did not start:\n{log()}")
-            time.sleep(0.1)
+        try: line = lines.get(timeout=SAFETY)
+        except queue.Empty: line = None
+        if line is None:
+            _stop(proc)
+            raise AssertionError(f"the server did not say where it listens:\n{Path(log).read_text()[-3000:]}")
+        if m := re.match(r"clinseg serve: \S+ on (http://\S+?)/ ", line): return m.group(1), proc
+
+
+def _stop(proc):
+    "Ctrl-C to the server, then SIGKILL to its process group if it is still there after SAFETY s; its output copied"
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try: proc.wait(SAFETY)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(SAFETY)
+    proc.copier.join(SAFETY)
 
 
 @contextlib.contextmanager
 def live_server(tmp, competition, solution, db, env=None, **options):
-    "`serve_command` in a subprocess on a free port; yields (URL, process); stopped (SIGINT, then SIGKILL) at the end"
-    port = _free_port()
-    args = dict(competition=str(competition), solution=str(solution), db=db, host="127.0.0.1", port=port, daily_limit=5, deadline=None,
-                scheduler=None, max_upload_mb=20, uploads=str(tmp / "uploads"), secure_cookie=False) | options
-    code = f"import sys; from argparse import Namespace; from clinseg.serve import serve_command; sys.exit(serve_command(Namespace(**{args!r})))"
-    log = open(tmp / f"server-{port}.log", "w")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=tmp,
-                            start_new_session=True)   # its own process group: the server and its scoring process
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(url, proc, lambda: (tmp / f"server-{port}.log").read_text()[-3000:])
-        yield url, proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try: proc.wait(20)
-            except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)
-        log.close()
+    "`serve_command` in a subprocess on a free port; yields (URL, process), `process.log` its output; stopped at the end"
+    args = dict(competition=str(competition), solution=str(solution), db=db, host="127.0.0.1", port=0, daily_limit=5,
+                deadline=None, scheduler=None, max_upload_mb=20, uploads=str(tmp / "uploads"), secure_cookie=False) | options
+    code = ("import sys; from argparse import Namespace; from clinseg.serve import serve_command; "
+            f"sys.exit(serve_command(Namespace(**{args!r})))")
+    log = tmp / f"server-{next(_LOGS)}.log"
+    url, proc = _started([sys.executable, "-c", code], log, env, cwd=tmp)   # its own process group: with its scorer
+    proc.log = log
+    try: yield url, proc
+    finally: _stop(proc)
+
+
+def _closed_port():
+    "A socket of 127.0.0.1 bound but not listening: a connection to its port is refused for as long as it is open"
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    return s
 
 
 # ---------------------------------------------------------------- the API, in-process, on both databases
@@ -267,7 +307,9 @@ def test_sessions_and_csrf(db, data, tmp_path):
         assert r.status_code == 303
         text = c.get(r.headers["location"]).text
         assert "&lt;img src=x onerror=alert(1)&gt;.csv" in text and "<img" not in text                                 # escaped
-        assert c.get("/teacher", follow_redirects=False).status_code == 303                                   # not a teacher
+        student = c.get("/teacher", follow_redirects=False)                                               # not a teacher
+        assert student.status_code == 403 and "signed in as a student; this page is the teacher&#39;s" in student.text
+        assert 'action="/login"' not in student.text                                                     # no sign-in form
         assert c.post("/teacher/rescore", data={"id": "all", "csrf": csrf}).status_code == 403
         c.post("/logout", data={"csrf": csrf})
         assert c.get("/submissions", follow_redirects=False).status_code == 303
@@ -347,12 +389,13 @@ def test_killed_while_scoring(db, data, tmp_path):
         status, body = request(url, "/api/submissions", token, file=data.submission)
         assert status == 202
         sid = body["id"]
-        end = time.monotonic() + 60
+        end = time.monotonic() + SAFETY
         while request(url, f"/api/submissions/{sid}", token)[1]["status"] != "scoring":
             assert time.monotonic() < end, "never started scoring"
             time.sleep(0.05)
         while not log.exists(): time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)      # the server and its scoring process, mid-score
+        os.killpg(proc.pid, signal.SIGKILL)                         # the server and its scoring process, mid-score
+        proc.wait(SAFETY)
     [row] = _rows(db)
     assert (row.status, row.attempts, row.public_score, row.scored) == ("scoring", 1, None, None)
     with live_server(tmp_path, data.slow, data.solution, db, env={**env, "SLOW_SCORE": "0"}) as (url, proc):
@@ -391,7 +434,8 @@ def test_upload_cap_streams(data, tmp_path):
         try:
             conn.send(b"%x\r\n%s\r\n" % (len(head), head))
             while sent < 256 << 20:                              # 256 MB, unless the server stops reading first
-                conn.send(b"%x\r\n%s\r\n" % (len(block), block)); sent += len(block)
+                conn.send(b"%x\r\n%s\r\n" % (len(block), block))
+                sent += len(block)
             conn.send(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError): pass
         resp = conn.getresponse()
@@ -445,6 +489,7 @@ def _browser_missing():
     return None
 
 
+@pytest.mark.slow
 def test_browser_without_javascript(data, tmp_path):
     "Sign in, upload, see the score (the page reloads itself) and the leaderboard, in Chromium with JavaScript off"
     why = _browser_missing()
@@ -481,11 +526,13 @@ def test_browser_without_javascript(data, tmp_path):
                 assert "ada" in row and f"{score:.5f}" in row
                 page.screenshot(path=str(ARTIFACTS / "serve_3_leaderboard.png"))
             except BaseException:
-                page.screenshot(path=str(ARTIFACTS / "serve_failure.png")); raise
+                page.screenshot(path=str(ARTIFACTS / "serve_failure.png"))
+                raise
             finally: ctx.close()
     finally: shutil.rmtree(profile, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_scheduler(data, tmp_path):
     "`--scheduler ADDRESS`: the server scores on a running dask.distributed cluster (a local one here, on 127.0.0.1)"
     try: from distributed import LocalCluster
@@ -499,7 +546,7 @@ def test_scheduler(data, tmp_path):
             status, body = request(url, "/api/submissions", token, file=data.submission)
             assert status == 202
             s = _wait_scored(lambda i: request(url, f"/api/submissions/{i}", token)[1], body["id"])
-        assert "on the dask cluster" in (tmp_path / f"server-{url.rsplit(':', 1)[1]}.log").read_text()
+        assert "on the dask cluster" in proc.log.read_text()
     assert s["status"] == "scored" and s["public_score"] == score(data.solution, data.submission, "dsb2018").public
 
 
@@ -507,34 +554,76 @@ def test_scheduler(data, tmp_path):
 
 def test_command_line(data, tmp_path):
     "`clinseg serve-admin` prints a token, `clinseg serve` starts the site, `clinseg submit --wait` prints the score; errors are one line"
-    import shutil
     exe = shutil.which("clinseg")
     assert exe, "the clinseg command is not installed (pip install -e .)"
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
-    run = lambda *a, **kw: subprocess.run([exe, *map(str, a)], capture_output=True, text=True, timeout=120, cwd=tmp_path, **kw)
+    run = lambda *a: subprocess.run([exe, *map(str, a)], capture_output=True, text=True, timeout=SAFETY, cwd=tmp_path)
     made = run("serve-admin", "add-user", "ada", "--db", db)
     assert made.returncode == 0 and made.stdout.count("\n") == 1 and "shown this once" in made.stderr, made.stderr
     token = made.stdout.strip()
-    port = _free_port()
-    proc = subprocess.Popen([exe, "serve", "-c", "dsb2018", "--solution", data.solution, "--db", db, "--port", str(port),
-                             "--uploads", tmp_path / "uploads"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    url, proc = _started([exe, "serve", "-c", "dsb2018", "--solution", data.solution, "--db", db, "--port", "0",
+                          "--uploads", tmp_path / "uploads"], log, cwd=tmp_path)
     try:
-        _wait_until_up(url, proc, lambda: proc.stderr.read() if proc.poll() is not None else "")
-        sub = run("submit", data.submission, "--server", url, "--token", token, "--wait", "--timeout", 120)
+        sub = run("submit", data.submission, "--server", url, "--token", token, "--wait", "--timeout", SAFETY)
         assert sub.returncode == 0 and "scored: public score 0." in sub.stdout, (sub.stdout, sub.stderr)
         bad = run("submit", data.bad, "--server", url, "--token", token)
         assert bad.returncode == 1 and "invalid" in bad.stdout and "row 2: field ImageId" in bad.stderr
-        nobody = run("submit", data.submission, "--server", url, "--token", "0000abcd.nope")
-        assert nobody.returncode == 1 and nobody.stderr.count("\n") == 1 and "401" in nobody.stderr, nobody.stderr
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try: proc.wait(20)
-        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)
-    assert "Traceback" not in proc.stderr.read()
-    gone = run("submit", data.submission, "--server", url, "--token", token)
+        nobody = run("submit", _big_file(tmp_path), "--server", url, "--token", "0000abcd.nope")
+        assert nobody.returncode == 1 and nobody.stderr == f"clinseg: error: {url}: 401: that token is not known here\n", nobody.stderr
+    finally: _stop(proc)
+    assert "Traceback" not in log.read_text()
+    with _closed_port() as closed:
+        gone = run("submit", data.submission, "--server", f"http://127.0.0.1:{closed.getsockname()[1]}", "--token", token)
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1 and "no answer" in gone.stderr, gone.stderr
+
+
+def _big_file(folder, size=1_500_000):
+    "A submission-like file of `size` bytes (its rows are never read: the token is refused first)"
+    path = folder / "big.csv"
+    if not path.exists():
+        row = "0" * 64 + "," + " ".join(f"{k} 1" for k in range(1, 400, 2)) + "\n"
+        path.write_text("ImageId,EncodedPixels\n" + row * (size // len(row)))
+    return path
+
+
+def test_wrong_token_answered(data, tmp_path):
+    "50 uploads of 1.5 MB with a wrong token, through `submit_command`: each one line saying so, never a broken pipe"
+    from clinseg.serve import ServeError, submit_command
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    _add(db, "ada")
+    args = Namespace(file=_big_file(tmp_path), token="0000abcd.nope", wait=False, timeout=SAFETY)
+    with live_server(tmp_path, "dsb2018", data.solution, db) as (url, proc):
+        for k in range(50):
+            with pytest.raises(ServeError) as e: submit_command(Namespace(server=url, **vars(args)))
+            assert str(e.value) == f"{url}: 401: that token is not known here", (k, str(e.value))
+    assert list((tmp_path / "uploads").iterdir()) == []
+
+
+def test_answer_read_after_broken_pipe(tmp_path):
+    """A server that answers before it has read the file, then closes (the file unread: a reset): `request` reads the
+    answer that came before the broken pipe. The server here is a plain socket with a small receive buffer."""
+    from clinseg.serve import request
+    answer = json.dumps({"error": "that token is not known here"}).encode()
+    head = (f"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {len(answer)}\r\n"
+            "Connection: close\r\n\r\n").encode()
+    big, n = _big_file(tmp_path), 10
+    with socket.socket() as srv:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # the client cannot hand the whole file to the system
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(n)
+        def serve():
+            for _ in range(n):
+                conn, _ = srv.accept()
+                with conn:
+                    conn.recv(4096)            # the request's head, perhaps the file's first bytes
+                    conn.sendall(head + answer)
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        for k in range(n):
+            assert request(url, "/api/submissions", "wrong", file=big, timeout=SAFETY) == (401, json.loads(answer)), k
+        t.join(SAFETY)
 
 
 def test_no_user_path_reaches_the_disk(data, tmp_path):
