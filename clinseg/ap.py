@@ -47,9 +47,11 @@ class PRCurve:
 
     @property
     def ap(self):
-        "AP of this curve: mean of the 101 samples (coco101) or the integrated raw curve (cityscapes); nan without true objects"
+        ("AP of this curve: mean of the 101 samples (coco101) or the integrated raw curve (cityscapes); nan without "
+         "true objects")
         if not self.n_truth: return np.nan
-        return float(self.sampled.mean()) if self.mode == "coco101" else _ap_cityscapes(self.recall, self.precision, self.confidence)
+        return (float(self.sampled.mean()) if self.mode == "coco101"
+                else _ap_cityscapes(self.recall, self.precision, self.confidence))
 
 # %% ../nbs/08_ap.ipynb #fd81cbe6
 def _ap_cityscapes(recall, precision, confidence):
@@ -63,18 +65,22 @@ def _ap_cityscapes(recall, precision, confidence):
 
 # %% ../nbs/08_ap.ipynb #722bbcd9
 def _sampled_rows(recall, precision):
-    "COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's ranking, a removed prediction repeating the point before it"
+    ("COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's "
+     "ranking, a removed prediction repeating the point before it")
     T, n = recall.shape
     if not n: return np.zeros((T, RECALL_POINTS.size))
-    env = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]        # a repeated point never raises the envelope of the points it follows
+    # a repeated point never raises the envelope of the points it follows
+    env = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]
     at = np.stack([np.searchsorted(r, RECALL_POINTS, side="left") for r in recall])
     return np.where(at < n, np.take_along_axis(env, np.minimum(at, n - 1), 1), 0.)
 
 # %% ../nbs/08_ap.ipynb #ab61862c
 def _curves(outcome, pr, kept, classes, n_truth, mode):
-    "Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) outcomes, COCO's samples of all thresholds read at once"
+    ("Every class's curve and AP at every threshold: one cumulative sum per class over its (thresholds x predictions) "
+     "outcomes, COCO's samples of all thresholds read at once")
     T, N = outcome.shape
-    order = np.lexsort((np.arange(N), pr.image, -pr.conf, pr.cls))       # by class, then confidence; ties: image, then submission order
+    # by class, then confidence; ties: image, then submission order
+    order = np.lexsort((np.arange(N), pr.image, -pr.conf, pr.cls))
     order = order[kept[order]]
     lo, hi = np.searchsorted(pr.cls[order], classes, "left"), np.searchsorted(pr.cls[order], classes, "right")
     rank, per_class, curves = np.full(N, -1, np.int64), np.full((len(classes), T), np.nan), {}
@@ -83,7 +89,7 @@ def _curves(outcome, pr, kept, classes, n_truth, mode):
         rank[sel] = np.arange(sel.size)
         o = outcome[:, sel]
         is_tp, used = o == TP, (o == TP) | (o == FP)
-        tp, fp = np.cumsum(is_tp, 1), np.cumsum(used & ~is_tp, 1)          # a removed prediction repeats the point before it
+        tp, fp = np.cumsum(is_tp, 1), np.cumsum(used & ~is_tp, 1)  # a removed prediction repeats the point before it
         nt, conf = int(n_truth[ci]), pr.conf[sel]
         recall = tp / nt if nt else np.zeros(tp.shape)
         precision = safe_ratio(tp, tp + fp)
@@ -93,7 +99,8 @@ def _curves(outcome, pr, kept, classes, n_truth, mode):
             a, b = cut[ti], cut[ti + 1]
             curves[c, ti] = PRCurve(r[a:b], p[a:b], cf[a:b], nt, mode)
         if not nt: continue                                                # nan: no true objects
-        per_class[ci] = _sampled_rows(recall, precision).mean(1) if mode == "coco101" else [curves[c, ti].ap for ti in range(T)]
+        per_class[ci] = (_sampled_rows(recall, precision).mean(1) if mode == "coco101"
+                         else [curves[c, ti].ap for ti in range(T)])
     return per_class, curves, rank
 
 # %% ../nbs/08_ap.ipynb #57ad4493
@@ -104,10 +111,11 @@ def _match_rows(m, truth_ids, ti, sel):
     key = np.where(m["rank"] < 0, n + np.arange(n), m["rank"])       # capped predictions last
     for j in np.flatnonzero(sel)[np.lexsort((key[sel], m["cls"][sel]))]:
         t = int(m["truth"][ti, j])
-        rows.append(dict(image=m["image"][j], prediction=int(j), cls=int(m["cls"][j]), confidence=float(m["confidence"][j]),
-                         rank=int(m["rank"][j]), outcome=OUTCOMES[int(m["outcome"][ti, j])],
-                         truth=int(truth_ids[m["image"][j]][t]) if t >= 0 else None, iou=float(m["iou"][ti, j]),
-                         region=float(m["region"][j])))
+        rows.append(
+            dict(image=m["image"][j], prediction=int(j), cls=int(m["cls"][j]), confidence=float(m["confidence"][j]),
+                 rank=int(m["rank"][j]), outcome=OUTCOMES[int(m["outcome"][ti, j])],
+                 truth=int(truth_ids[m["image"][j]][t]) if t >= 0 else None, iou=float(m["iou"][ti, j]),
+                 region=float(m["region"][j])))
     return rows
 
 # %% ../nbs/08_ap.ipynb #914b07f0
@@ -132,9 +140,11 @@ class APResult:
 
     def curve(self, cls, threshold):
         "PRCurve of class `cls` at the threshold `threshold` (a value of `thresholds`, or its index when an int)"
-        ti = threshold if isinstance(threshold, (int, np.integer)) else int(np.argmin(np.abs(self.thresholds - threshold)))
-        if (int(cls), ti) not in self.curves: raise KeyError(f"class {cls} at threshold index {ti}: evaluated classes are "
-                                                             f"{self.classes.tolist()}, {len(self.thresholds)} thresholds")
+        ti = (threshold if isinstance(threshold, (int, np.integer))
+              else int(np.argmin(np.abs(self.thresholds - threshold))))
+        if (int(cls), ti) not in self.curves:
+            raise KeyError(f"class {cls} at threshold index {ti}: evaluated classes are "
+                           f"{self.classes.tolist()}, {len(self.thresholds)} thresholds")
         return self.curves[int(cls), ti]
 
     def table(self, image=None, threshold=0.5, cls=None) -> list:
@@ -148,22 +158,28 @@ class APResult:
 
     def show(self, image=None, threshold=0.5, cls=None):
         "Print the match table at one threshold"
-        print(f"{'image':>10} {'pred':>5} {'class':>5} {'conf':>6} {'rank':>4}  {'outcome':<17}{'truth':>7} {'IoU':>6} {'region':>6}")
+        print(
+            f"{'image':>10} {'pred':>5} {'class':>5} {'conf':>6} {'rank':>4}  {'outcome':<17}{'truth':>7} {'IoU':>6} "
+            f"{'region':>6}")
         for r in self.table(image, threshold, cls):
-            print(f"{str(r['image'])[-10:]:>10} {r['prediction']:>5} {r['cls']:>5} {r['confidence']:>6.3f} {r['rank']:>4}  {r['outcome']:<17}"
-                  f"{'-' if r['truth'] is None else r['truth']:>7} {r['iou']:>6.3f} {r['region']:>6.3f}")
+            print(
+                f"{str(r['image'])[-10:]:>10} {r['prediction']:>5} {r['cls']:>5} {r['confidence']:>6.3f} "
+                f"{r['rank']:>4}  {r['outcome']:<17}"
+                f"{'-' if r['truth'] is None else r['truth']:>7} {r['iou']:>6.3f} {r['region']:>6.3f}")
 
     def __repr__(self):
         o = self.options
         rules = f"mode {o['mode']}, IoU {o['compare']} t, ignore overlap by {o['ignore_overlap']}, cap {o['max_dets']}"
         if o.get("min_region_size"): rules += f", true objects under {o['min_region_size']} px ignored"
-        lines = [f"AP {self.ap:.4f} ({rules})", f"{'class':>14} {'truth':>6} {'preds':>6}   AP (mean over {len(self.thresholds)} thresholds)"]
+        lines = [f"AP {self.ap:.4f} ({rules})",
+                 f"{'class':>14} {'truth':>6} {'preds':>6}   AP (mean over {len(self.thresholds)} thresholds)"]
         for c, n, p, a in zip(self.classes.tolist(), self.n_truth, self.n_pred, np.mean(self.per_class, 1)):
             name = f"{c} {self.names.get(c, '')}".strip()
             lines.append(f"{name:>14} {n:>6} {p:>6}   " + ("no true objects: left out" if np.isnan(a) else f"{a:.4f}"))
         if self.capped.sum():
             cut = ", ".join(f"{c}: {k}" for c, k in zip(self.classes.tolist(), self.capped.tolist()) if k)
-            lines.append(f"the cap of {o['max_dets']} per image and class cut {int(self.capped.sum())} predictions ({cut})")
+            lines.append(
+                f"the cap of {o['max_dets']} per image and class cut {int(self.capped.sum())} predictions ({cut})")
         return "\n".join(lines)
 
 # %% ../nbs/08_ap.ipynb #81d49eb2
@@ -174,7 +190,10 @@ def _truth_dict(truth, order):
     for k, t in items:
         if isinstance(t, ImageTruth): out[k] = t
         elif isinstance(t, (tuple, list)): out[k] = image_truth(*t, order=order)
-        else: raise TypeError(f"truth of image {k!r}: expected an ImageTruth or a tuple (objects, classes[, ignore]), not {type(t).__name__}")
+        else:
+            raise TypeError(
+                f"truth of image {k!r}: expected an ImageTruth or a tuple (objects, classes[, ignore]), not "
+                f"{type(t).__name__}")
     return out
 
 # %% ../nbs/08_ap.ipynb #fd9cba15
@@ -188,13 +207,15 @@ def _check_area_range(area_range):
     "COCO's area range as (min, max) numbers with min <= max, or None"
     if area_range is None: return None
     try: lo, hi = (float(x) for x in area_range)
-    except (TypeError, ValueError): raise ValueError(f"area_range must be two numbers (min, max) in pixels, not {area_range!r}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"area_range must be two numbers (min, max) in pixels, not {area_range!r}") from None
     if not lo <= hi: raise ValueError(f"area_range {area_range!r}: the minimum is above the maximum (or not a number)")
     return lo, hi
 
 # %% ../nbs/08_ap.ipynb #8f77c12d
 def _count_truth(truth, classes, area_range, min_region=0):
-    "Counted true objects of each class (not: crowd regions, objects under `min_region` pixels, objects outside the area range)"
+    ("Counted true objects of each class (not: crowd regions, objects under `min_region` pixels, objects outside the "
+     "area range)")
     ts = list(truth.values())
     cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if ts else np.zeros(0, dt)
     cls = cat([t.classes for t in ts], np.int64)
@@ -210,56 +231,72 @@ def _count_truth(truth, classes, area_range, min_region=0):
 CITYSCAPES_MIN_REGION_SIZE = 100   # cityscapesscripts' evalInstanceLevelSemanticLabeling.py: `args.minRegionSizes[0]`
 
 def _check_rules(mode, compare, ignore_overlap, thresholds, max_dets, area_range, min_region_size):
-    "The rules of `average_precision` checked, with the defaults of the mode: thresholds, ignore_overlap, area_range, min_region_size"
+    ("The rules of `average_precision` checked, with the defaults of the mode: thresholds, ignore_overlap, area_range, "
+     "min_region_size")
     if mode not in ("coco101", "cityscapes"): raise ValueError(f"mode must be 'coco101' or 'cityscapes', not {mode!r}")
     if compare not in (">", ">="): raise ValueError(f"compare must be '>' or '>=', not {compare!r}")
     ignore_overlap = ignore_overlap or ("iou" if mode == "coco101" else "area")
-    if ignore_overlap not in ("iou", "area"): raise ValueError(f"ignore_overlap must be 'iou' or 'area', not {ignore_overlap!r}")
+    if ignore_overlap not in ("iou", "area"):
+        raise ValueError(f"ignore_overlap must be 'iou' or 'area', not {ignore_overlap!r}")
     thresholds = THRESHOLDS if thresholds is None else np.asarray(thresholds, float).reshape(-1)
-    if not thresholds.size or not ((thresholds >= 0) & (thresholds <= 1)).all(): raise ValueError(f"thresholds must lie in [0, 1], got {thresholds}")
+    if not thresholds.size or not ((thresholds >= 0) & (thresholds <= 1)).all():
+        raise ValueError(f"thresholds must lie in [0, 1], got {thresholds}")
     if max_dets is not None and (isinstance(max_dets, bool) or first_not_whole(max_dets) >= 0 or max_dets < 1):
         raise ValueError(f"max_dets must be a whole number >= 1 or None, not {max_dets!r}")
     area_range = _check_area_range(area_range)
-    min_region_size = (CITYSCAPES_MIN_REGION_SIZE if mode == "cityscapes" else 0) if min_region_size is None else min_region_size
-    if isinstance(min_region_size, bool) or np.ndim(min_region_size) or first_not_whole(min_region_size) >= 0 or min_region_size < 0:
-        raise ValueError(f"min_region_size must be a whole number of pixels >= 0 (or None: by mode), not {min_region_size!r}")
+    min_region_size = ((CITYSCAPES_MIN_REGION_SIZE if mode == "cityscapes" else 0) if min_region_size is None
+                       else min_region_size)
+    if (isinstance(min_region_size, bool) or np.ndim(min_region_size) or first_not_whole(min_region_size) >= 0
+        or min_region_size < 0):
+        raise ValueError(
+            f"min_region_size must be a whole number of pixels >= 0 (or None: by mode), not {min_region_size!r}")
     return thresholds, ignore_overlap, area_range, int(min_region_size)
 
 # %% ../nbs/08_ap.ipynb #b2dbfe8e
 def _class_list(classes, truth, pr):
-    "The evaluated classes, sorted: the given ones (every prediction's class must be one of them), else every class seen"
+    ("The evaluated classes, sorted: the given ones (every prediction's class must be one of them), else every class "
+     "seen")
     if classes is None: return np.unique(np.concatenate([t.classes for t in truth.values()] + [pr.cls]))
     class_list = np.asarray(list(classes)).reshape(-1)
     if first_not_whole(class_list) >= 0: raise ValueError(f"classes must be whole numbers, got {class_list.tolist()}")
     class_list = np.unique(class_list.astype(np.int64))
     bad = np.flatnonzero(~np.isin(pr.cls, class_list))
-    if bad.size: raise ValueError(f"prediction {bad[0]}: class {pr.cls[bad[0]]} is not one of the evaluated classes {class_list.tolist()}")
+    if bad.size:
+        raise ValueError(
+            f"prediction {bad[0]}: class {pr.cls[bad[0]]} is not one of the evaluated classes {class_list.tolist()}")
     return class_list
 
 # %% ../nbs/08_ap.ipynb #c06d7ddc
 def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `wad_truth` / `image_truth`
-                      predictions,        # records (image id, class, confidence, mask or runs), dicts with those fields, or `Predictions` (images numbered in `image_order`)
+                      predictions,        # records (image id, class, confidence, mask or runs), dicts, or `Predictions`
                       thresholds=None,    # IoU thresholds; default 0.50, 0.55, ..., 0.95 (`THRESHOLDS`)
                       mode="coco101",     # "coco101": envelope at 101 recall levels; "cityscapes": raw curve integrated
-                      classes=None,       # classes evaluated (a list, or a dict {class: name} such as `WAD_CLASSES`); default all seen
+                      # classes evaluated (a list, or a dict {class: name} such as `WAD_CLASSES`); default all seen
+                      classes=None,
                       compare=">",        # ">": IoU strictly greater than t (WAD); ">=": at least t (COCO)
-                      ignore_overlap=None,# "iou" (WAD text) or "area" (shared / prediction area: Cityscapes, COCO crowd); default by mode
-                      max_dets=None,      # cap on predictions per image and class, most confident first (COCO: 100); None = no cap
+                      # "iou" (WAD text) or "area" (shared / prediction area: Cityscapes, COCO crowd); default by mode
+                      ignore_overlap=None,
+                      # cap on predictions per image and class, most confident first (COCO: 100); None = no cap
+                      max_dets=None,
                       area_range=None,    # COCO area range (min, max) in pixels; None = all
-                      min_region_size=None,# Cityscapes: true objects under this many pixels are neither found nor missed; default by mode
+                      # Cityscapes: true objects under this many pixels are neither found nor missed; default by mode
+                      min_region_size=None,
                       order="C",          # pixel order in which masks are turned into runs
-                     ) -> APResult:
+                      ) -> APResult:
     "Mean average precision over classes and IoU thresholds, with the curves and every match"
-    thresholds, ignore_overlap, area_range, min_region = _check_rules(mode, compare, ignore_overlap, thresholds, max_dets, area_range,
-                                                                      min_region_size)
+    thresholds, ignore_overlap, area_range, min_region = _check_rules(
+        mode, compare, ignore_overlap, thresholds, max_dets, area_range,
+        min_region_size)
     truth = _truth_dict(truth, order)
     images = image_order(truth)
-    pr = predictions if isinstance(predictions, Predictions) else read_predictions(predictions, {k: truth[k].shape for k in images}, order)
+    pr = (predictions if isinstance(predictions, Predictions)
+          else read_predictions(predictions, {k: truth[k].shape for k in images}, order))
     if isinstance(predictions, Predictions) and len(pr) and not 0 <= pr.image.min() <= pr.image.max() < len(images):
         raise ValueError(f"Predictions of images numbered up to {pr.image.max()}, but there are {len(images)} images")
     class_list = _class_list(classes, truth, pr)
     kept, N = cap_detections(pr, max_dets), len(pr)
-    outcome, taken, iou, region = match_images([truth[k] for k in images], pr, kept, class_list, thresholds, compare == ">",
+    outcome, taken, iou, region = match_images([truth[k] for k in images], pr, kept, class_list, thresholds,
+                                               compare == ">",
                                                ignore_overlap == "iou", area_range, min_region)
     n_truth = _count_truth(truth, class_list, area_range, min_region)
     per_class, curves, rank = _curves(outcome, pr, kept, class_list, n_truth, mode)
@@ -268,7 +305,8 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
     ci = np.searchsorted(class_list, pr.cls)                                  # every prediction's class is evaluated
     capped = np.bincount(ci[~kept], minlength=len(class_list)).astype(np.int64)
     n_pred = np.bincount(ci[kept], minlength=len(class_list)).astype(np.int64)
-    matches = dict(image=np.array(images, dtype=object)[pr.image] if N else np.zeros(0, object), prediction=np.arange(N), cls=pr.cls,
+    matches = dict(image=np.array(images, dtype=object)[pr.image] if N else np.zeros(0, object),
+                   prediction=np.arange(N), cls=pr.cls,
                    confidence=pr.conf, rank=rank, outcome=outcome, truth=taken, iou=iou, region=region)
     options = dict(mode=mode, compare=compare, ignore_overlap=ignore_overlap, max_dets=max_dets, area_range=area_range,
                    min_region_size=min_region)
@@ -297,14 +335,15 @@ def _paint(flat, runs, value):
 # %% ../nbs/08_ap.ipynb #2dbc796c
 _SHAPES = {33: (0.55, 0.015, 0.07, 0.5, 0.8), 36: (0.2, 0.012, 0.04, 2.2, 3.2), 38: (0.06, 0.04, 0.1, 0.6, 0.9),
            39: (0.05, 0.05, 0.12, 0.5, 0.8), 35: (0.05, 0.01, 0.03, 1.0, 1.4), 34: (0.05, 0.01, 0.03, 1.0, 1.4),
-           40: (0.04, 0.015, 0.04, 0.8, 1.1)}   # class: (frequency, x-radius range as a fraction of the width, height/width range)
+           # class: (frequency, x-radius range as a fraction of the width, height/width range)
+           40: (0.04, 0.015, 0.04, 0.8, 1.1)}
 
 def synthetic_scene(shape=(2710, 3384), # frame (height, width); WAD's by default (`WAD_FRAME`)
                     n_truth=30,         # objects drawn (a few may end up hidden by nearer ones)
                     n_pred=50,          # predictions
                     seed=0,             # random seed
                     ignore=True,        # add ignore regions (65535)
-                   ) -> tuple[np.ndarray, list]: # WAD-style uint16 label image; predictions (class, confidence, runs)
+                    ) -> tuple[np.ndarray, list]: # WAD-style uint16 label image; predictions (class, confidence, runs)
     "A WAD-like frame: a 16-bit label image and a list of predicted instances as runs"
     rng = np.random.default_rng(seed)
     H, W = shape
@@ -345,6 +384,19 @@ def synthetic_scene(shape=(2710, 3384), # frame (height, width); WAD's by defaul
     out = [(c, max(s, 0.01), _ellipse_runs(*e, shape)) for c, s, e in preds]
     return labels, [p for p in out if p[2][0].size]
 
+# %% ../nbs/08_ap.ipynb #1bc87dec
+def _spread_labels(xy,     # (x, y) wanted for each label, in data units
+                   dx, dy, # the size of a label's box, in data units
+                   height, # labels stay within 0..height - 1 vertically
+                  ) -> list:
+    "Label positions near `xy`, each moved up or down by whole steps `dy` until it overlaps no label placed before it"
+    placed = []
+    for x, y in xy:
+        tries = [y + k * dy for j in range(25) for k in ((j,) if j == 0 else (j, -j)) if 0 <= y + k * dy <= height - 1]
+        free = (v for v in tries if all(abs(x - a) >= dx or abs(v - b) >= dy for a, b in placed))
+        placed.append((x, next(free, y)))
+    return placed
+
 # %% ../nbs/08_ap.ipynb #af7f4789
 _COLOURS = {"TP": "tab:green", "FP": "tab:red"}
 
@@ -355,7 +407,7 @@ def plot_pr(result,         # APResult of `average_precision`
             threshold=0.5,  # IoU threshold to show
             image=None,     # image to draw (default: the first)
             fig=None,       # matplotlib figure to draw into (default: a new one)
-           ):
+            ):
     "Matches of one class on one image, and the class's precision-recall curve, envelope and 101 sampled points"
     import matplotlib.pyplot as plt
     image = next(iter(truth)) if image is None else image
@@ -367,17 +419,21 @@ def plot_pr(result,         # APResult of `average_precision`
     if t.ignore_area: ax.contourf(runs_to_mask(*t.ignore, t.shape), levels=[0.5, 1.5], colors="none", hatches=["////"])
     for r, c in zip(t.runs, t.classes):
         if c == cls: ax.contour(runs_to_mask(*r, t.shape), levels=[0.5], colors="black", linewidths=1.5)
+    labels = []                                                  # (centre, text, colour) of each prediction's rank
     for row in result.table(image, threshold, cls):
         rec = predictions[row["prediction"]]
         obj = rec[3] if isinstance(rec, (tuple, list)) else rec.get("runs", rec.get("mask"))
         m = obj if isinstance(obj, np.ndarray) else runs_to_mask(*obj, t.shape)
         colour = _COLOURS.get(row["outcome"], "0.5")
-        ax.contour(m, levels=[0.5], colors=colour, linewidths=1.2, linestyles="solid" if row["outcome"] != "FP" else "dashed")
-        y, x = np.argwhere(m).mean(0) if m.any() else (0, 0)
-        ax.text(x, y, str(row["rank"]) if row["rank"] >= 0 else "cap", color=colour, fontsize=8, ha="center", va="center")
+        ax.contour(m, levels=[0.5], colors=colour, linewidths=1.2,
+                   linestyles="solid" if row["outcome"] != "FP" else "dashed")
+        labels.append((np.argwhere(m).mean(0)[::-1] if m.any() else (0, 0),
+                       str(row["rank"]) if row["rank"] >= 0 else "cap", colour))
     name = result.names.get(int(cls), "")
-    ax.set_title(f"image {image}: class {cls} {name}, t = {threshold:.2f}  (black: truth, green TP, red FP, grey removed)", fontsize=9)
-    ax.set_xticks([]); ax.set_yticks([])
+    ax.set_title(f"image {image}: class {cls} {name}, t = {threshold:.2f}\n"
+                 "black: truth, green: TP, red: FP (dashed), grey: removed; numbers: ranks", fontsize=9)
+    ax.set_xticks([])
+    ax.set_yticks([])
     cv = result.curve(cls, threshold)
     if cv.recall.size:
         bx.plot(cv.recall, cv.precision, "o", color="tab:blue", ms=4, label="raw curve (one point per prediction)")
@@ -385,17 +441,24 @@ def plot_pr(result,         # APResult of `average_precision`
     bx.plot(RECALL_POINTS, cv.sampled, ".", color="tab:purple", ms=3, label="101 sampled values")
     bx.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.05), xlabel="recall", ylabel="precision")
     ap = "no true objects" if np.isnan(cv.ap) else f"AP = {cv.ap:.3f}"
-    bx.set_title(f"class {cls}, t = {threshold:.2f}: {ap} ({cv.n_truth} true objects, {result.options['mode']})", fontsize=9)
-    bx.legend(loc="lower left", fontsize=8)
+    bx.set_title(f"class {cls}, t = {threshold:.2f}: {ap} ({cv.n_truth} true objects, {result.options['mode']})",
+                 fontsize=9)
+    bx.legend(loc="best", fontsize=8)
     fig.tight_layout()
+    box = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())   # the image's size in inches, laid out
+    per_inch = max(t.shape[1] / box.width, t.shape[0] / box.height)            # pixels of the image per inch
+    places = _spread_labels([xy for xy, _, _ in labels], 0.22 * per_inch, 0.16 * per_inch, t.shape[0])
+    for (x, y), (_, text, colour) in zip(places, labels):
+        ax.text(x, y, text, color=colour, fontsize=8, ha="center", va="center",
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
     return fig
 
 # %% ../nbs/08_ap.ipynb #d9bc7d2a
-def pr_explorer(seed=32,             # seed of the synthetic scene (on its cars the first step of the slider already changes AP)
+def pr_explorer(seed=32,  # seed of the synthetic scene (on its cars the first step of the slider already changes AP)
                 shape=(180, 240),    # its size
                 n_truth=14, n_pred=24,
                 **kwargs,            # options of `average_precision` (mode, compare, ...)
-               ):
+                ):
     "Widget: pick a class and a threshold, see the matches on a synthetic frame and the precision-recall curve"
     import ipywidgets as W
     import matplotlib.pyplot as plt
@@ -405,19 +468,24 @@ def pr_explorer(seed=32,             # seed of the synthetic scene (on its cars 
     records = [("scene", c, s, r) for c, s, r in preds]
     result = average_precision(truth, records, classes=WAD_CLASSES, **kwargs)
     shown = [c for c, n in zip(result.classes.tolist(), result.n_truth.tolist()) if n] or result.classes.tolist()
-    cls = W.Dropdown(options=[(f"{c} {WAD_CLASSES.get(c, '')}", c) for c in shown], description="class")
-    thr = W.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in result.thresholds], description="IoU t")
-    info, out = W.HTML(), W.Output()
+    style = {"description_width": "initial"}                   # the labels take their own width, never cut
+    cls = W.Dropdown(options=[(f"{c} {WAD_CLASSES.get(c, '')}", c) for c in shown], description="class", style=style,
+                     layout=W.Layout(width="210px"))
+    thr = W.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in result.thresholds], description="IoU t",
+                            style=style, layout=W.Layout(width="330px"))
+    info, out = W.HTML(layout=W.Layout(margin="0 0 0 16px")), W.Output()
     def draw(*_):
         ap = result.curve(cls.value, thr.value).ap
-        info.value = f"<b>mean AP {result.ap:.3f}</b> · class {cls.value} at t = {thr.value:.2f}: " + ("no true objects" if np.isnan(ap) else f"AP {ap:.3f}")
+        info.value = (f"<b>mean AP {result.ap:.3f}</b> · class {cls.value} at t = {thr.value:.2f}: "
+                      + ("no true objects" if np.isnan(ap) else f"AP {ap:.3f}"))
         with out:
             out.clear_output(wait=True)
             fig = plot_pr(result, truth, records, cls.value, thr.value)
             display(fig); plt.close(fig)
     cls.observe(draw, "value"); thr.observe(draw, "value")
     draw()
-    return W.VBox([W.HBox([cls, thr, info]), out])
+    controls = W.HBox([cls, thr, info], layout=W.Layout(flex_flow="row wrap", align_items="center"))   # wraps, not cut
+    return W.VBox([controls, out])
 
 # %% ../nbs/08_ap.ipynb #b1b97280
 WAD_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
@@ -430,13 +498,16 @@ WAD_GROUPS = tuple(range(161, 169))                 # group classes: ignored lik
 def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG)
               what="label", # name used in error messages (e.g. the file)
               order="C",    # pixel order of the runs
-             ) -> ImageTruth:
+              ) -> ImageTruth:
     "True objects and ignore region of a WAD 2018 label image, each label value decoded explicitly"
     a = np.asarray(label)
-    if a.ndim != 2 or a.dtype.kind not in "iu": raise ValueError(f"{what}: expected a 2-D integer label image, got {a.dtype} of shape {a.shape}")
+    if a.ndim != 2 or a.dtype.kind not in "iu":
+        raise ValueError(f"{what}: expected a 2-D integer label image, got {a.dtype} of shape {a.shape}")
     if a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: negative label value {a.min()}")
     if a.size and not a.all():   # label_objects treats 0 as nothing: WAD has no value 0, say so
-        raise ValueError(f"{what}: label value 0 ({int(a.size - np.count_nonzero(a))} pixels) is neither background 255, ignore 65535 nor class*1000+k")
+        raise ValueError(
+            f"{what}: label value 0 ({int(a.size - np.count_nonzero(a))} pixels) is neither background 255, ignore "
+            "65535 nor class*1000+k")
     objs = label_objects(a, order)
     ids = objs.ids
     is_object = (ids >= 1000) & (ids < WAD_IGNORE)
@@ -444,26 +515,32 @@ def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG
     bad = ~(is_object | is_ignore | (ids == WAD_BACKGROUND))
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{what}: label value {int(ids[k])} ({int(objs.areas[k])} pixels) is neither background 255, ignore 65535, a group class 161-168 nor class*1000+k")
+        raise ValueError(
+            f"{what}: label value {int(ids[k])} ({int(objs.areas[k])} pixels) is neither background 255, ignore 65535, "
+            "a group class 161-168 nor class*1000+k")
     keep = np.flatnonzero(is_object)
     on_ignore = is_ignore[objs.owner]                                # the runs of 65535 and of the group classes
-    ignore = merge_touching_runs(objs.starts[on_ignore], objs.lengths[on_ignore]) if on_ignore.any() else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    ignore = (merge_touching_runs(objs.starts[on_ignore], objs.lengths[on_ignore]) if on_ignore.any()
+              else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     return ImageTruth(a.shape, objs.select(keep), ids[keep] // 1000, np.zeros(keep.size, bool), ignore, ids[keep])
 
 # %% ../nbs/08_ap.ipynb #92794d5e
 def read_wad_label(path, # a WAD 2018 `*_instanceIds.png`
                    order="C", # pixel order of the runs
-                  ) -> ImageTruth:
+                   ) -> ImageTruth:
     "Read a 16-bit WAD 2018 label PNG into its true objects and ignore region"
     from PIL import Image
     try:
         with Image.open(path) as im:
             if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
-                raise ValueError(f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
+                raise ValueError(
+                    f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
             mask_size((im.height, im.width), str(path))   # the size its header declares, checked before decoding
             a = np.array(im)
-    except (OSError, SyntaxError, Image.DecompressionBombError) as e:   # missing, not an image, truncated, or declaring billions of pixels
+    # missing, not an image, truncated, or declaring billions of pixels
+    except (OSError, SyntaxError, Image.DecompressionBombError) as e:
         if isinstance(e, FileNotFoundError): raise
         raise ValueError(f"{path}: cannot read it as a label image: {e}") from None
-    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2: raise ValueError(f"{path}: read as {a.dtype}, not 16-bit integers")
+    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2:
+        raise ValueError(f"{path}: read as {a.dtype}, not 16-bit integers")
     return wad_truth(a, what=str(path), order=order)

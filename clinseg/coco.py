@@ -33,7 +33,10 @@ def runs_to_coco_counts(starts, lengths, size) -> np.ndarray:
 def coco_counts_to_runs(counts) -> tuple[np.ndarray, np.ndarray]:
     "0-based column-major runs from COCO's alternating counts (a cumulative sum, no decoding)"
     k = first_not_whole(counts)
-    if k >= 0: raise RLEError(f"count {k} is not a whole number ({np.asarray(counts).reshape(-1)[k].item()!r}): counts are never truncated")
+    if k >= 0:
+        raise RLEError(
+            f"count {k} is not a whole number ({np.asarray(counts).reshape(-1)[k].item()!r}): counts are never "
+            "truncated")
     counts = np.asarray(counts, np.int64)
     if (counts < 0).any(): raise RLEError(f"count {int(np.argmax(counts < 0))} is negative ({counts[counts < 0][0]})")
     edges = np.cumsum(counts)
@@ -81,18 +84,21 @@ def _parse_coco(text, shape):
     counts = parse_coco_string(text)
     runs = coco_counts_to_runs(counts)   # refuses a negative count
     if shape is not None and counts.sum() != math.prod(shape):
-        raise RLEError(f"the COCO counts add up to {counts.sum()} pixels, not the {_size_text(shape)} image's {math.prod(shape)}")
+        raise RLEError(
+            f"the COCO counts add up to {counts.sum()} pixels, not the {_size_text(shape)} image's {math.prod(shape)}")
     return runs
 
 # %% ../nbs/03_coco.ipynb #3bd93ad1
 def _format_coco(starts, lengths, size):
     "COCO's counts string of valid column-major runs over `size` pixels"
-    if size is None: raise ValueError("COCO counts are not start/length pairs: use encode(mask, 'coco') or coco_string(counts)")
+    if size is None:
+        raise ValueError("COCO counts are not start/length pairs: use encode(mask, 'coco') or coco_string(counts)")
     return coco_string(runs_to_coco_counts(starts, lengths, size))
 
 # %% ../nbs/03_coco.ipynb #6db7e232
-register_convention(Convention("coco", "F", 0, note="COCO / pycocotools: alternating counts, column-major, compressed string",
-                               parse_text=_parse_coco, format_text=_format_coco, text_form="COCO counts"))
+register_convention(
+    Convention("coco", "F", 0, note="COCO / pycocotools: alternating counts, column-major, compressed string",
+               parse_text=_parse_coco, format_text=_format_coco, text_form="COCO counts"))
 
 # %% ../nbs/03_coco.ipynb #68b3936b
 @kernel
@@ -112,11 +118,12 @@ def _coco_chars(counts):
 
 # %% ../nbs/03_coco.ipynb #74ee536d
 def coco_string(counts) -> str:
-    "pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts'): vectorised, or the compiled loop when numba is available"
+    ("pycocotools' compressed text form of `counts` (what `mask.encode` puts in 'counts'): vectorised, or the compiled "
+     "loop when numba is available")
     c = np.asarray(counts, np.int64).reshape(-1)
     if numba_available(): return _coco_chars(np.ascontiguousarray(c)).tobytes().decode("ascii")
     x = c.copy()
-    x[3:] -= c[1:-2]                                         # from the fourth count on: the difference from two places before
+    x[3:] -= c[1:-2]  # from the fourth count on: the difference from two places before
     y = np.where(x < 0, ~x, x)                               # magnitude bits, sign aside
     n = np.ones(x.size, np.int64)
     while (big := y >= np.left_shift(1, 5 * n - 1)).any(): n += big   # characters needed: signed numbers in 5n bits
@@ -141,13 +148,18 @@ def _coco_decode(texts, name=lambda k: ""):
         raise RLEError(f"{where(i)}: {chr((int(c[i]) + 48) % 256)!r} is not part of a COCO counts string")
     end = c < 32                                                    # no continuation bit: the last chunk of a number
     closed = end[ends_at[lens > 0] - 1]
-    if not closed.all(): raise RLEError(f"{name(int(np.flatnonzero(lens > 0)[np.argmin(closed)]))}the COCO counts string ends in the middle of a number")
+    if not closed.all():
+        raise RLEError(
+            f"{name(int(np.flatnonzero(lens > 0)[np.argmin(closed)]))}the COCO counts string ends in the middle of a "
+            "number")
     ends = np.flatnonzero(end)
     size = np.diff(ends, prepend=-1)                                # characters of each number
     begins = ends - size + 1
     value = (c[begins] & 0x1F).astype(np.int64)
     for j in range(1, int(size.max(initial=1))):                    # the rare numbers of several characters
-        if j > 11: raise RLEError(f"{where(int(begins[size > 12][0]))}: a count of more than 12 characters (over 60 bits) is too large")
+        if j > 11:
+            raise RLEError(
+                f"{where(int(begins[size > 12][0]))}: a count of more than 12 characters (over 60 bits) is too large")
         more = np.flatnonzero(size > j)
         value[more] |= (c[begins[more] + j] & 0x1F).astype(np.int64) << (5 * j)
     neg = np.flatnonzero((c[ends] & 0x10) != 0)                     # the sign bit of the last chunk
@@ -163,9 +175,9 @@ def _undo_differences(value, n):
     w[first[n > 0]] = 0                                             # the first count of each string stands alone
     g = np.empty_like(w)                                            # running sums along every other number
     np.cumsum(w[0::2], out=g[0::2]); np.cumsum(w[1::2], out=g[1::2])
-    g2 = np.concatenate([[0, 0], g, [0]])                           # g2[i + 2] = g[i]; zeros before the start and after the end
-    odd_base = np.repeat(g2[first + 1], n)                          # the chain of places 1, 3, 5... starts after index first - 1
-    even_base = np.repeat(g2[first + 2], n)                         # the chain of places 2, 4, ... after index first (zeroed)
+    g2 = np.concatenate([[0, 0], g, [0]])  # g2[i + 2] = g[i]; zeros before the start and after the end
+    odd_base = np.repeat(g2[first + 1], n)  # the chain of places 1, 3, 5... starts after index first - 1
+    even_base = np.repeat(g2[first + 2], n)  # the chain of places 2, 4, ... after index first (zeroed)
     place = np.arange(value.size) - np.repeat(first, n)
     counts = g - np.where(place & 1, odd_base, even_base)
     counts[first[n > 0]] = value[first[n > 0]]
@@ -190,7 +202,8 @@ def _coco_bytes(text, name=""):
 # %% ../nbs/03_coco.ipynb #7abaa46d
 @kernel
 def _coco_counts(b):
-    "COCO counts of a compressed string (bytes), the textbook loop compiled; ok is False for a string the format refuses"
+    ("COCO counts of a compressed string (bytes), the textbook loop compiled; ok is False for a string the format "
+     "refuses")
     out = np.empty(b.size, np.int64)
     m = x = j = 0                                          # counts so far, the number being read, its characters
     for p in range(b.size):
@@ -216,11 +229,12 @@ def parse_coco_string(text) -> np.ndarray:
 @kernel
 def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask_to_bounds` gives them
                        size,   # pixels in the mask
-                      ):
-    "pycocotools' string of the COCO counts of a mask from its run boundaries: the counts are the gaps between them (the last left out when 0)"
+                       ):
+    ("pycocotools' string of the COCO counts of a mask from its run boundaries: the counts are the gaps between them "
+     "(the last left out when 0)")
     n = bounds.size + 1
     out = np.empty(13 * n, np.uint8)
-    k = prev = back1 = back2 = 0                           # characters, the boundary before, the counts one and two places back
+    k = prev = back1 = back2 = 0  # characters, the boundary before, the counts one and two places back
     for i in range(n):
         at = bounds[i] if i < bounds.size else size
         c = at - prev; prev = at
@@ -236,7 +250,8 @@ def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask
     return out[:k]
 
 def _encode_coco_fast(mask, order):
-    "COCO's counts string of `mask` in `order` straight from its run boundaries when numba is available (None otherwise)"
+    ("COCO's counts string of `mask` in `order` straight from its run boundaries when numba is available (None "
+     "otherwise)")
     if not numba_available(): return None
     m = as_bool_mask(mask)
     return _bounds_coco_chars(mask_to_bounds(m, order), m.size).tobytes().decode("ascii")
@@ -245,9 +260,10 @@ def _encode_coco_fast(mask, order):
 # %% ../nbs/03_coco.ipynb #b9371f5a
 @kernel
 def _coco_runs(b):
-    "0-based runs of a compressed COCO string (bytes, or an array of them) and the pixels its counts cover, in one pass; ok False for a string the format refuses or a negative count"
+    ("0-based runs of a compressed COCO string (bytes, or an array of them) and the pixels its counts cover, in one "
+     "pass; ok False for a string the format refuses or a negative count")
     starts, lengths = np.empty(len(b) // 2 + 1, np.int64), np.empty(len(b) // 2 + 1, np.int64)
-    m = r = x = j = pos = back1 = back2 = 0                # counts, runs, the number being read, its characters, pixels, counts back
+    m = r = x = j = pos = back1 = back2 = 0  # counts, runs, the number being read, its characters, pixels, counts back
     for p in range(len(b)):
         c = np.int64(b[p]) - 48
         if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
@@ -274,7 +290,8 @@ def _format_coco_fast(starts, lengths, size):
 
 # %% ../nbs/03_coco.ipynb #21319e34
 def _coco_raw(text):
-    "A COCO counts string as the bytes the compiled readers take (numba reads `bytes` as they are); None for anything they leave to the checks (a non-ASCII string, a non-string)"
+    ("A COCO counts string as the bytes the compiled readers take (numba reads `bytes` as they are); None for anything "
+     "they leave to the checks (a non-ASCII string, a non-string)")
     if type(text) is str: return text.encode("ascii") if text.isascii() else None
     return bytes(text) if isinstance(text, (bytes, bytearray)) else None
 
@@ -290,13 +307,14 @@ def _parse_coco_fast(text, shape):
 def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
                flat, # the mask's pixels in the convention's order: all False, or anything when `both`
                both, # True: write the background runs too (every pixel once)
-              ):
-    "Set the pixels of the runs of `b` in `flat` as the counts are read: the pixels the counts cover, and ok (False for a string the format refuses, a negative count, or counts past the end of `flat`)"
+               ):
+    ("Set the pixels of the runs of `b` in `flat` as the counts are read: the pixels the counts cover, and ok (False "
+     "for a string the format refuses, a negative count, or counts past the end of `flat`)")
     n, size = len(b), flat.size
-    m = p = pos = back1 = back2 = 0                        # counts, characters read, pixels, the counts one and two places back
+    m = p = pos = back1 = back2 = 0  # counts, characters read, pixels, the counts one and two places back
     while p < n:
         c = np.int64(b[p]) - 48; p += 1
-        if np.uint64(c) >= 64: return pos, False           # not a COCO character (below '0' wraps around to a large number)
+        if np.uint64(c) >= 64: return pos, False  # not a COCO character (below '0' wraps around to a large number)
         x, j = c & 0x1F, 1
         while c & 0x20:                                    # more chunks: at most 12 in all
             if p == n or j >= 12: return pos, False
@@ -315,12 +333,16 @@ def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
     return pos, True
 
 def _decode_coco_fast(text, shape):
-    "The pixels of a COCO counts string covering `shape` exactly, in one compiled pass; None leaves the string to `parse_runs`"
+    ("The pixels of a COCO counts string covering `shape` exactly, in one compiled pass; None leaves the string to "
+     "`parse_runs`")
     if (raw := _coco_raw(text)) is None or not numba_available(): return None
     size = math.prod(shape)
-    both = 128 * len(raw) <= size <= 1 << 22               # long runs (a character per 128 pixels or fewer) in a mask of up to 4 MiB: every pixel written once, no zeroing first
+    # long runs (a character per 128 pixels or fewer) in a mask of up to 4 MiB: every pixel written once, no zeroing
+    # first
+    both = 128 * len(raw) <= size <= 1 << 22
     try: flat = np.empty(size, bool) if both else np.zeros(size, bool)
-    except (MemoryError, ValueError, OverflowError): return None   # an image too large to hold: the checks first, as parse_runs does
+    except (MemoryError, ValueError, OverflowError):
+        return None   # an image too large to hold: the checks first, as parse_runs does
     total, ok = _coco_fill(raw, flat, both)
     return flat if ok and total == flat.size else None
 
@@ -333,7 +355,8 @@ register_convention(replace(get_convention("coco"), parse_text=_parse_coco_fast,
 def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
                     at,  # where each starts, and the end: string k is b[at[k]:at[k + 1]]
                    ):
-    "Runs of every string (the loop of `_coco_runs` once per string): starts, lengths, each string's first run, its pixels, its pixels set, and the first string the format refuses (-1: none)"
+    ("Runs of every string (the loop of `_coco_runs` once per string): starts, lengths, each string's first run, its "
+     "pixels, its pixels set, and the first string the format refuses (-1: none)")
     n = at.size - 1
     starts, lengths = np.empty(b.size // 2 + n, np.int64), np.empty(b.size // 2 + n, np.int64)
     first, total, area = np.empty(n + 1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -368,7 +391,8 @@ def _counts_of(rles):
 
 # %% ../nbs/03_coco.ipynb #a6a53e07
 def _compiled_coco_rles(rles, counts, shapes=None):
-    "All RLEs' runs end to end, where each RLE's begin and its pixels set, by one call of the compiled reader; None when one needs the vectorised reader (lists of counts, its checks and messages)"
+    ("All RLEs' runs end to end, where each RLE's begin and its pixels set, by one call of the compiled reader; None "
+     "when one needs the vectorised reader (lists of counts, its checks and messages)")
     kinds = set(map(type, counts))
     if kinds <= {str}: text, sizes = "".join(counts), list(map(len, counts))
     elif kinds == {bytes}: text, sizes = b"".join(counts), list(map(len, counts))
@@ -387,9 +411,10 @@ def _compiled_coco_rles(rles, counts, shapes=None):
     return starts, lengths, first, area
 
 # %% ../nbs/03_coco.ipynb #1099fa72
-def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes, or a list of counts), or the strings themselves
-                     ) -> list: # 0-based column-major (starts, lengths) of each
-    "Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass (or string by string by the compiled reader); counts checked against 'size' when given"
+def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/bytes or a list of counts), or strings
+                      ) -> list: # 0-based column-major (starts, lengths) of each
+    ("Runs of many COCO RLEs, the compressed strings decoded in one vectorised pass (or string by string by the "
+     "compiled reader); counts checked against 'size' when given")
     rles = list(rles)
     counts = _counts_of(rles)
     if numba_available() and (flat := _compiled_coco_rles(rles, counts)) is not None:
@@ -401,7 +426,9 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
     if len(text_at) < len(counts):
         for k, c in enumerate(counts):
             if not isinstance(c, (str, bytes)):
-                try: out[k], total[k] = coco_counts_to_runs(c), np.asarray(c, np.int64).sum()   # whole numbers checked first
+                try:
+                    # whole numbers checked first
+                    out[k], total[k] = coco_counts_to_runs(c), np.asarray(c, np.int64).sum()
                 except RLEError as e: raise RLEError(f"RLE {k}: {e}") from None
     texts = [_coco_bytes(counts[k], f"RLE {k}: ") for k in text_at]
     value, n = _coco_decode(texts, lambda i: f"RLE {text_at[i]}: ")
@@ -424,30 +451,37 @@ def coco_rles_to_runs(rles, # COCO RLEs: dicts with 'counts' (compressed str/byt
 # %% ../nbs/03_coco.ipynb #019b319f
 def _coco_sizes(rles):
     "Each RLE's (height, width) as an (n, 2) int64 array, and which RLEs give one"
-    try: return np.array([r["size"] for r in rles], np.int64).reshape(len(rles), 2), np.ones(len(rles), bool)   # the usual case
+    try:
+        # the usual case
+        return np.array([r["size"] for r in rles], np.int64).reshape(len(rles), 2), np.ones(len(rles), bool)
     except (TypeError, KeyError, ValueError, OverflowError): pass
     hw, given = np.zeros((len(rles), 2), np.int64), np.zeros(len(rles), bool)
     for k, r in enumerate(rles):
         if isinstance(r, dict) and "size" in r:
             try: hw[k], given[k] = r["size"], True
-            except (TypeError, ValueError, OverflowError): raise RLEError(f"RLE {k}: size {r['size']!r} is not (height, width)") from None
+            except (TypeError, ValueError, OverflowError):
+                raise RLEError(f"RLE {k}: size {r['size']!r} is not (height, width)") from None
     return hw, given
 
 # %% ../nbs/03_coco.ipynb #fd4cf138
 def _check_coco_sizes(rles, total, shapes=None):
-    "The counts of every RLE that gives its 'size' (or of every RLE, when `shapes` gives their sizes) must cover exactly height x width pixels"
+    ("The counts of every RLE that gives its 'size' (or of every RLE, when `shapes` gives their sizes) must cover "
+     "exactly height x width pixels")
     hw, given = _coco_sizes(rles) if shapes is None else (shapes, True)
     want = hw[:, 0] * hw[:, 1]
     bad = np.flatnonzero(given & (want != total))
     if bad.size:
         k = int(bad[0])
-        raise RLEError(f"RLE {k}: the counts add up to {total[k]} pixels, not the {_size_text(hw[k].tolist() if shapes is not None else rles[k]['size'])} image's {want[k]}")
+        raise RLEError(
+            f"RLE {k}: the counts add up to {total[k]} pixels, not the "
+            f"{_size_text(hw[k].tolist() if shapes is not None else rles[k]['size'])} image's {want[k]}")
 
 # %% ../nbs/03_coco.ipynb #3636dbdf
 def coco_rles_to_objects(rles,        # COCO RLEs, as `coco_rles_to_runs` takes them
-                         shapes=None, # (n, 2) height and width of each RLE's image when the caller knows them: the RLEs' own 'size' is then not read
+                         shapes=None, # (n, 2) each RLE's image height and width, if known (then 'size' is not read)
                         ) -> Objects: # object k: RLE k, column-major runs (order "F"), ids 0 .. n-1
-    "Every RLE's runs as one `Objects`, checked as `coco_rles_to_runs` checks them, each object's pixels counted as it is read"
+    ("Every RLE's runs as one `Objects`, checked as `coco_rles_to_runs` checks them, each object's pixels counted as "
+     "it is read")
     rles = list(rles)
     if shapes is not None: shapes = np.asarray(shapes, np.int64).reshape(len(rles), 2)
     flat = _compiled_coco_rles(rles, _counts_of(rles), shapes) if numba_available() else None
@@ -458,4 +492,3 @@ def coco_rles_to_objects(rles,        # COCO RLEs, as `coco_rles_to_runs` takes 
         cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
         flat = cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)]), None
     return Objects.from_offsets(*flat[:3], order="F", area=flat[3])
-

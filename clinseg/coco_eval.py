@@ -18,14 +18,16 @@ from .ap import COCO_THRESHOLDS, APResult, average_precision, image_order
 __all__ = ['COCO_AREAS', 'coco_truth', 'coco_predictions', 'coco_average_precision']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
-COCO_AREAS = {"all": (0, 1e5 ** 2), "small": (0, 32 ** 2), "medium": (32 ** 2, 96 ** 2), "large": (96 ** 2, 1e5 ** 2)}   # cocoeval.py, Params.setDetParams
+# cocoeval.py, Params.setDetParams
+COCO_AREAS = {"all": (0, 1e5 ** 2), "small": (0, 32 ** 2), "medium": (32 ** 2, 96 ** 2), "large": (96 ** 2, 1e5 ** 2)}
 
 # %% ../nbs/08a_coco_eval.ipynb #905bebf5
 def _loaded(x, what):
     "A COCO dict or list as given, or read from its JSON file"
     if not isinstance(x, (str, Path)): return x
     try: return json.loads(Path(x).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{x}: cannot read the {what}: {e}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{x}: cannot read the {what}: {e}") from None
 
 # %% ../nbs/08a_coco_eval.ipynb #926d8566
 def _field(rows, name, what):
@@ -33,7 +35,8 @@ def _field(rows, name, what):
     try: return list(map(itemgetter(name), rows))
     except (KeyError, TypeError, IndexError):
         k = next(k for k, r in enumerate(rows) if not isinstance(r, dict) or name not in r)
-        raise ValueError(f"{what} {k}: {'no ' + repr(name) + ' field' if isinstance(rows[k], dict) else 'not a dict'}") from None
+        raise ValueError(
+            f"{what} {k}: {'no ' + repr(name) + ' field' if isinstance(rows[k], dict) else 'not a dict'}") from None
 
 # %% ../nbs/08a_coco_eval.ipynb #de760393
 def _numbers(rows, name, what, whole=False):
@@ -49,7 +52,8 @@ def _numbers(rows, name, what, whole=False):
     raise ValueError(f"{what} {k}: {name} {values[k]!r} is not {'a whole number' if whole else 'a finite number'}")
 
 # %% ../nbs/08a_coco_eval.ipynb #377cf27f
-_WHOLE = {int, np.int64, np.int32, np.uint32, np.uint16, np.int16, np.uint8, np.int8}   # the types read as whole numbers without a check
+# the types read as whole numbers without a check
+_WHOLE = {int, np.int64, np.int32, np.uint32, np.uint16, np.int16, np.uint8, np.int8}
 _NUMBER = _WHOLE | {float, np.float64, np.float32}
 
 def _is_number(v, whole):
@@ -64,8 +68,10 @@ def _rles(rows, what):
     seg = _field(rows, "segmentation", what)
     if set(map(type, seg)) <= {dict} and all(map(methodcaller("__contains__", "counts"), seg)): return seg
     k, s = next((k, s) for k, s in enumerate(seg) if not (isinstance(s, dict) and "counts" in s))
-    kind = "a polygon" if isinstance(s, list) else f"a {type(s).__name__} without 'counts'" if isinstance(s, dict) else f"a {type(s).__name__}"
-    raise ValueError(f"{what} {k}: the segmentation is {kind}, not an RLE (pycocotools' `annToRLE` turns polygons into RLEs)")
+    kind = ("a polygon" if isinstance(s, list) else f"a {type(s).__name__} without 'counts'" if isinstance(s, dict)
+            else f"a {type(s).__name__}")
+    raise ValueError(
+        f"{what} {k}: the segmentation is {kind}, not an RLE (pycocotools' `annToRLE` turns polygons into RLEs)")
 
 # %% ../nbs/08a_coco_eval.ipynb #e5f38f9b
 def _positions(ids, position, what):
@@ -83,24 +89,30 @@ def _same_size(size, hw):
 
 # %% ../nbs/08a_coco_eval.ipynb #a05748b9
 def _decoded(seg, shapes, at, ids, what):
-    "All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its image's); errors name the record"
+    ("All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its "
+     "image's); errors name the record")
     want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
-    try: same = list(map(itemgetter("size"), seg)) == want.tolist()   # the usual case, in one comparison: every size given, as its image's
-    except (KeyError, TypeError, ValueError): same = False          # (a missing size; sizes as arrays, which compare element by element)
+    try:
+        # the usual case, in one comparison: every size given, as its image's
+        same = list(map(itemgetter("size"), seg)) == want.tolist()
+    except (KeyError, TypeError, ValueError):
+        same = False          # (a missing size; sizes as arrays, which compare element by element)
     if not same:
         ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, want.tolist())]
         if not all(ok):
             k = ok.index(False)
-            raise ValueError(f"{what} {k}: size {seg[k]['size']!r}, but image {ids[at[k]]!r} is {want[k][0]}x{want[k][1]}")
+            raise ValueError(
+                f"{what} {k}: size {seg[k]['size']!r}, but image {ids[at[k]]!r} is {want[k][0]}x{want[k][1]}")
     try: return coco_rles_to_objects(seg, want)                       # each string read as covering its image
     except RLEError as e: raise ValueError(re.sub(r"^RLE (\d+)", rf"{what} \1", str(e))) from None
 
 # %% ../nbs/08a_coco_eval.ipynb #385efa56
 def _grouped_by_image(o, at, n_img):
-    "Runs of `o` with each image's objects together (stable): starts, lengths, owner (in the new order), the objects' new order, each image's first object and first run"
+    ("Runs of `o` with each image's objects together (stable): starts, lengths, owner (in the new order), the objects' "
+     "new order, each image's first object and first run")
     by = np.argsort(at, kind="stable")
     s, l, owner = o.starts, o.lengths, o.owner
-    if (by != np.arange(by.size)).any():                         # not already grouped: gather each object's runs in the new order
+    if (by != np.arange(by.size)).any():  # not already grouped: gather each object's runs in the new order
         first = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(o)))])
         n = np.diff(first)[by]
         take = np.repeat(first[by] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
@@ -114,7 +126,9 @@ def _grouped_by_image(o, at, n_img):
 def _part(gt, name):
     "One of the ground truth's lists (images, annotations, categories), or an error saying which is missing"
     part = gt.get(name) if isinstance(gt, dict) else None
-    if not isinstance(part, list): raise ValueError(f"the ground truth has no {name!r} list" + ("" if isinstance(gt, dict) else f": it is a {type(gt).__name__}, not a dict"))
+    if not isinstance(part, list):
+        raise ValueError(f"the ground truth has no {name!r} list"
+                         + ("" if isinstance(gt, dict) else f": it is a {type(gt).__name__}, not a dict"))
     return part
 
 # %% ../nbs/08a_coco_eval.ipynb #b056d2df
@@ -122,7 +136,8 @@ def _images(gt):
     "Image ids, shapes and positions of a ground truth; duplicate ids and bad sizes named"
     images = _part(gt, "images")
     ids = _field(images, "id", "image")
-    shapes = list(zip(_numbers(images, "height", "image", True).tolist(), _numbers(images, "width", "image", True).tolist()))
+    shapes = list(
+        zip(_numbers(images, "height", "image", True).tolist(), _numbers(images, "width", "image", True).tolist()))
     position = {}
     for k, i in enumerate(ids):
         if i in position: raise ValueError(f"image {k}: id {i!r} is also image {position[i]}'s")
@@ -131,7 +146,7 @@ def _images(gt):
 
 # %% ../nbs/08a_coco_eval.ipynb #c150869f
 def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the file's path
-              ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
+               ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
     "Every image's true objects, crowd flags and stored areas, from a COCO ground truth with RLE segmentations"
     gt = _loaded(gt, "ground truth")
     ids, shapes, position = _images(gt)
@@ -141,17 +156,20 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
     cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
     crowd = np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by]
-    ann_id = (_numbers(anns, "id", "annotation", True) if all(map(methodcaller("__contains__", "id"), anns)) else np.arange(len(anns)))[by]
+    ann_id = (_numbers(anns, "id", "annotation", True) if all(map(methodcaller("__contains__", "id"), anns))
+              else np.arange(len(anns)))[by]
     pixels, out = o.areas[by], {}
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
-        objs = Objects(s[ra:rb], l[ra:rb], owner[ra:rb] - a, ann_id[a:b], shapes[i], "F", pixels[a:b])   # (owners within the image)
+        # (owners within the image)
+        objs = Objects(s[ra:rb], l[ra:rb], owner[ra:rb] - a, ann_id[a:b], shapes[i], "F", pixels[a:b])
         out[im] = ImageTruth.checked(shapes[i], objs, cls[a:b], crowd[a:b], area[a:b])
     return out
 
 # %% ../nbs/08a_coco_eval.ipynb #aeb54468
 def _box_areas(res):
-    "The areas `loadRes` writes when the first detection has a box: width x height of each one's `bbox` (None: the pixel counts)"
+    ("The areas `loadRes` writes when the first detection has a box: width x height of each one's `bbox` (None: the "
+     "pixel counts)")
     if not res or not isinstance(res[0], dict) or res[0].get("bbox") in (None, []): return None
     boxes = _field(res, "bbox", "detection")
     try: wh = np.array([b[2:4] for b in boxes], float).reshape(len(boxes), 2)
@@ -159,31 +177,37 @@ def _box_areas(res):
         k = next(k for k, b in enumerate(boxes) if not (isinstance(b, (list, tuple)) and len(b) == 4))
         raise ValueError(f"detection {k}: bbox {boxes[k]!r} is not [x, y, width, height]") from None
     bad = np.flatnonzero(~np.isfinite(wh).all(1))
-    if bad.size: raise ValueError(f"detection {bad[0]}: bbox {boxes[bad[0]]!r} is not [x, y, width, height] in finite numbers")
+    if bad.size:
+        raise ValueError(f"detection {bad[0]}: bbox {boxes[bad[0]]!r} is not [x, y, width, height] in finite numbers")
     return wh[:, 0] * wh[:, 1]
 
 # %% ../nbs/08a_coco_eval.ipynb #767d155d
-def coco_predictions(results, # COCO segm results: a list of dicts (image_id, category_id, segmentation, score), or the file's path
+def coco_predictions(results, # COCO segm results: dicts (image_id, category_id, segmentation, score) or their file
                      truth,   # {image id: ImageTruth}, e.g. from `coco_truth`
-                    ) -> Predictions:
-    "Every detection checked against its image and read into columns, its runs in one `Objects`; errors name the detection"
+                     ) -> Predictions:
+    ("Every detection checked against its image and read into columns, its runs in one `Objects`; errors name the "
+     "detection")
     res = _loaded(results, "results")
-    if not isinstance(res, list): raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
+    if not isinstance(res, list):
+        raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
     images = image_order(truth)
     img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
     o = _decoded(_rles(res, "detection"), [truth[k].shape for k in images], img, images, "detection")
-    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o, _box_areas(res))
+    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o,
+                       _box_areas(res))
 
 # %% ../nbs/08a_coco_eval.ipynb #f3b0b409
 def coco_average_precision(gt,             # COCO ground truth: a dict or the path of its JSON file
                            results,        # COCO segm results: a list of dicts or the path of its JSON file
                            area="all",     # COCO's area range: "all", "small", "medium" or "large" (`COCO_AREAS`)
-                           max_dets=100,   # detections kept per image and category, the most confident (COCOeval's 1, 10 or 100)
-                          ) -> APResult:
+                           # detections kept per image and category, the most confident (COCOeval's 1, 10 or 100)
+                           max_dets=100,
+                           ) -> APResult:
     "COCOeval's segmentation AP (its stats[0] with the defaults), with every curve and match"
     if area not in COCO_AREAS: raise ValueError(f"area must be one of {list(COCO_AREAS)}, not {area!r}")
     gt = _loaded(gt, "ground truth")
     truth = coco_truth(gt)
     classes = sorted(set(_numbers(_part(gt, "categories"), "id", "category", True).tolist()))
-    return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes, compare=">=",
+    return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes,
+                             compare=">=",
                              ignore_overlap="area", max_dets=max_dets, area_range=COCO_AREAS[area], order="F")

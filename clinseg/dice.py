@@ -30,7 +30,8 @@ def _check_shapes(pred, truth, what=("pred", "truth")):
     "A clear error when two masks differ in shape"
     if pred.shape != truth.shape:
         hint = " (is one of them transposed?)" if pred.shape == truth.shape[::-1] else ""
-        raise ValueError(f"{what[0]} has shape {pred.shape} but {what[1]} has shape {truth.shape}: they must match{hint}")
+        raise ValueError(
+            f"{what[0]} has shape {pred.shape} but {what[1]} has shape {truth.shape}: they must match{hint}")
 
 # %% ../nbs/04_dice.ipynb #28c23a84
 def _bool_pair(pred, truth):
@@ -52,7 +53,8 @@ def _check_empty(empty, skip=False):
     "`empty` as a float (or 'skip' where allowed), with a clear error otherwise"
     if isinstance(empty, str):
         if skip and empty == "skip": return empty
-        if empty == "skip": raise ValueError("empty='skip' only applies to a mean (mean_dice): for one pair, use a number or nan")
+        if empty == "skip":
+            raise ValueError("empty='skip' only applies to a mean (mean_dice): for one pair, use a number or nan")
         also = " or 'skip'" if skip else ""
         raise ValueError(f"empty must be a number in [0, 1] or nan{also}, not {empty!r}")
     if isinstance(empty, (bool, np.bool_)) or not isinstance(empty, (int, float, np.integer, np.floating)):
@@ -64,8 +66,11 @@ def _check_empty(empty, skip=False):
 # %% ../nbs/04_dice.ipynb #c9fb6463
 def _check_counts(pred_pixels, truth_pixels, shared):
     "Three pixel counts that two masks can have, or a clear error"
-    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in (pred_pixels, truth_pixels, shared)):
-        raise TypeError(f"counts must be whole numbers, got |pred| = {pred_pixels!r}, |truth| = {truth_pixels!r}, shared = {shared!r}")
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+               for n in (pred_pixels, truth_pixels, shared)):
+        raise TypeError(
+            f"counts must be whole numbers, got |pred| = {pred_pixels!r}, |truth| = {truth_pixels!r}, shared = "
+            f"{shared!r}")
     if min(pred_pixels, truth_pixels, shared) < 0 or shared > min(pred_pixels, truth_pixels):
         raise ValueError(f"impossible counts: |pred| = {pred_pixels}, |truth| = {truth_pixels}, shared = {shared}")
 
@@ -73,11 +78,14 @@ def _check_counts(pred_pixels, truth_pixels, shared):
 def _check_empty_truth(empty_truth, empty=1.0):
     "`empty_truth` ('score' or 'ignore') checked, and `empty` (already checked) left at its default under 'ignore'"
     if not (isinstance(empty_truth, str) and empty_truth in ("score", "ignore")):
-        raise ValueError("empty_truth must be 'score' (an empty truth is scored: 0 for false positives, `empty` when both are empty) "
-                         f"or 'ignore' (nan whenever the truth is empty, MONAI's ignore_empty=True), not {empty_truth!r}")
+        raise ValueError(
+            "empty_truth must be 'score' (an empty truth is scored: 0 for false positives, `empty` when both are "
+            "empty) "
+            f"or 'ignore' (nan whenever the truth is empty, MONAI's ignore_empty=True), not {empty_truth!r}")
     if empty_truth == "ignore" and empty != 1.0:
-        raise ValueError(f"empty={empty!r} has no effect with empty_truth='ignore' (every item whose truth is empty is nan, "
-                         "both-empty ones too): leave empty at its default")
+        raise ValueError(
+            f"empty={empty!r} has no effect with empty_truth='ignore' (every item whose truth is empty is nan, "
+            "both-empty ones too): leave empty at its default")
     return empty_truth
 
 # %% ../nbs/04_dice.ipynb #6aa0f1a4
@@ -85,8 +93,9 @@ def dice_from_counts(pred_pixels,   # |X|, pixels in the prediction
                      truth_pixels,  # |Y|, pixels in the truth
                      shared,        # |X∩Y|, pixels in both
                      empty=1.0,     # the score when both masks are empty: a number or nan
-                     empty_truth="score", # 'score': an empty truth is scored (0, or `empty`); 'ignore': nan whenever |Y| = 0 (MONAI)
-                    ) -> float:
+                     # 'score': an empty truth is scored (0, or `empty`); 'ignore': nan whenever |Y| = 0 (MONAI)
+                     empty_truth="score",
+                     ) -> float:
     "Dice 2|X∩Y| / (|X| + |Y|) from the three counts"
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     _check_counts(pred_pixels, truth_pixels, shared)
@@ -112,8 +121,9 @@ def iou_from_counts(pred_pixels,   # |X|
 def dice(pred,       # prediction: boolean or 0/1 array, any number of dimensions, any memory layout
          truth,      # truth: boolean or 0/1 array of the same shape
          empty=1.0,  # the score when both are empty (1.0 in HW2 and NeoPolyp); a number or nan
-         empty_truth="score", # 'score': an empty truth is scored; 'ignore': nan whenever the truth is empty (MONAI's default)
-        ) -> float:  # 2|X∩Y| / (|X| + |Y|); 0 when only one of them is empty (nan for an empty truth under 'ignore')
+         # 'score': an empty truth is scored; 'ignore': nan whenever the truth is empty (MONAI's default)
+         empty_truth="score",
+         ) -> float:  # 2|X∩Y| / (|X| + |Y|); 0 when only one of them is empty (nan for an empty truth under 'ignore')
     "Dice coefficient of two masks"
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     return dice_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)
@@ -162,13 +172,15 @@ class DiceTable:
 
     @property
     def mean(self) -> float:
-        "Mean of the per-item Dice over the counted items (if none is counted: nan; 0 under empty_truth='ignore', as MONAI)"
+        ("Mean of the per-item Dice over the counted items (if none is counted: nan; 0 under empty_truth='ignore', as "
+         "MONAI)")
         v = self.values[self.counted]   # none counted: under 'ignore' 0, as MONAI's aggregate gives
         return float(v.mean()) if v.size else 0.0 if self.empty_truth == "ignore" else float("nan")
 
     @property
     def pooled(self) -> float:
-        "One Dice over the pixels of the counted items: 2Σ|X∩Y| / Σ(|X| + |Y|); no pixels: `empty` (nan if nothing is counted, or 'skip')"
+        ("One Dice over the pixels of the counted items: 2Σ|X∩Y| / Σ(|X| + |Y|); no pixels: `empty` (nan if nothing is "
+         "counted, or 'skip')")
         c = self.counted
         total = int(self.pred_pixels[c].sum() + self.truth_pixels[c].sum())
         if total == 0: return float("nan") if self.empty == "skip" or not c.any() else self.empty
@@ -178,7 +190,8 @@ class DiceTable:
     def table(self) -> list[dict]:
         "One dict per item: id, pred_pixels, truth_pixels, shared, dice, counted"
         return [dict(id=i, pred_pixels=int(p), truth_pixels=int(t), shared=int(s), dice=float(d), counted=bool(c))
-                for i, p, t, s, d, c in zip(self.ids, self.pred_pixels, self.truth_pixels, self.shared, self.values, self.counted)]
+                for i, p, t, s, d, c in zip(self.ids, self.pred_pixels, self.truth_pixels, self.shared, self.values,
+                                            self.counted)]
 
     def __len__(self): return len(self.ids)
 
@@ -191,8 +204,10 @@ def _table_repr(self):
     head += f" ({out} {'with an empty truth' if mark == 'ignored' else 'both empty'}, {mark})" if out else ""
     rows = [f"{'id':>12} {'pred':>10} {'truth':>10} {'shared':>10} {'dice':>8}"]
     for r in self.table[:20]:
-        rows.append(f"{str(r['id'])[:12]:>12} {r['pred_pixels']:>10} {r['truth_pixels']:>10} {r['shared']:>10} {r['dice']:>8.4f}"
-                    + ("" if r["counted"] else f"  ({mark})"))
+        rows.append(
+            f"{str(r['id'])[:12]:>12} {r['pred_pixels']:>10} {r['truth_pixels']:>10} {r['shared']:>10} "
+            f"{r['dice']:>8.4f}"
+            + ("" if r["counted"] else f"  ({mark})"))
     if n > 20: rows.append(f"... {n - 20} more")
     return "\n".join([head] + rows)
 
@@ -201,13 +216,15 @@ DiceTable.__repr__ = _table_repr
 # %% ../nbs/04_dice.ipynb #bcdead9f
 def mean_dice(pairs,      # (pred, truth) pairs of masks, or a mapping id -> (pred, truth)
               empty=1.0,  # score of an item where both are empty: a number, nan, or 'skip' to leave it out of the mean
-              empty_truth="score", # 'score'; or 'ignore': an item whose truth is empty is nan and left out (MONAI's DiceMetric)
-             ) -> DiceTable: # the per-item table; `.mean` is the score, `.values` the per-item Dice
+              # 'score'; or 'ignore': an item whose truth is empty is nan and left out (MONAI's DiceMetric)
+              empty_truth="score",
+              ) -> DiceTable: # the per-item table; `.mean` is the score, `.values` the per-item Dice
     "Per-item Dice of a set of pairs and their mean"
     e = _check_empty(empty, skip=True); _check_empty_truth(empty_truth, e)
     if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(a, np.ndarray) for a in pairs):
-        raise TypeError("mean_dice takes a list of (pred, truth) pairs, not one pair (its rows would be read as pairs): "
-                        "use dice(pred, truth), or mean_dice([(pred, truth)])")
+        raise TypeError(
+            "mean_dice takes a list of (pred, truth) pairs, not one pair (its rows would be read as pairs): "
+            "use dice(pred, truth), or mean_dice([(pred, truth)])")
     items = list(pairs.items()) if isinstance(pairs, Mapping) else list(enumerate(pairs))
     if not items: raise ValueError("mean_dice got no pairs: a mean over nothing is undefined")
     counts = []
@@ -225,7 +242,7 @@ def dice_per_class(pred_labels,   # predicted class-label image or volume (integ
                    classes,       # label values to score, or a mapping name -> label value
                    empty=1.0,     # the score of a class absent from both: a number or nan
                    empty_truth="score", # 'score'; or 'ignore': nan for a class absent from the truth (MONAI's rule)
-                  ) -> dict:      # class (or name) -> Dice
+                   ) -> dict:      # class (or name) -> Dice
     "Dice of each class, each scored as the binary mask `labels == value`"
     p, t = np.asarray(pred_labels), np.asarray(truth_labels)
     _check_shapes(p, t, ("pred_labels", "truth_labels"))
@@ -233,27 +250,33 @@ def dice_per_class(pred_labels,   # predicted class-label image or volume (integ
         if a.dtype.kind not in "biu": raise TypeError(f"{name} must hold integer class labels, not {a.dtype}")
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
     if not isinstance(classes, Mapping) and (isinstance(classes, (str, bytes)) or not np.iterable(classes)):
-        raise TypeError(f"classes must be a list of label values or a mapping name -> label value, not {type(classes).__name__} {classes!r}")
+        raise TypeError(
+            f"classes must be a list of label values or a mapping name -> label value, not {type(classes).__name__} "
+            f"{classes!r}")
     named = dict(classes) if isinstance(classes, Mapping) else {c: c for c in classes}
     if not named: raise ValueError("classes is empty: name at least one label value to score")
     for name, value in named.items():
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"class {name!r}: label value {value!r} is not a whole number (labels == {value!r} would match nothing and score as absent)")
+            raise TypeError(
+                f"class {name!r}: label value {value!r} is not a whole number (labels == {value!r} would match nothing "
+                "and score as absent)")
     return {name: dice(p == value, t == value, e, empty_truth) for name, value in named.items()}
 
 # %% ../nbs/04_dice.ipynb #466a5a95
 NEOPOLYP_CLASSES = {0: 1, 1: 2}   # submission class k (Id `<image>_k`) -> label value in `neopolyp_classes`' output
 
-def neopolyp_classes(rgb,            # NeoPolyp mask as an (H, W, 3) RGB array (RGBA: the alpha is ignored); not OpenCV's BGR
+def neopolyp_classes(rgb,  # NeoPolyp mask as an (H, W, 3) RGB array (RGBA: the alpha is ignored); not OpenCV's BGR
                      threshold=128,  # a channel counts as "on" above this value, which absorbs JPEG noise
-                    ) -> np.ndarray: # uint8 labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
+                     ) -> np.ndarray: # uint8 labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
     "Class-label image of a NeoPolyp RGB mask: red -> 1, green -> 2, anything else (black, yellow, white) -> 0"
     a = np.asarray(rgb)
     if a.ndim != 3 or a.shape[-1] not in (3, 4):
-        raise ValueError(f"expected an (H, W, 3) RGB mask, got shape {a.shape}" + (": a 2-D array is already a label image or a grey mask" if a.ndim == 2 else ""))
+        raise ValueError(f"expected an (H, W, 3) RGB mask, got shape {a.shape}"
+                         + (": a 2-D array is already a label image or a grey mask" if a.ndim == 2 else ""))
     if a.dtype.kind == "f" and threshold >= 1 and 0 < a[..., :3].max() <= 1:
-        raise ValueError(f"this float mask holds values in [0, 1] (as plt.imread gives), so nothing is above threshold={threshold}: "
-                         "pass threshold=0.5, or scale it to 0-255")
+        raise ValueError(
+            f"this float mask holds values in [0, 1] (as plt.imread gives), so nothing is above threshold={threshold}: "
+            "pass threshold=0.5, or scale it to 0-255")
     red, green = a[..., 0] > threshold, a[..., 1] > threshold
     labels = np.zeros(a.shape[:2], np.uint8)
     labels[red & ~green] = 1
@@ -283,10 +306,11 @@ def rle_dice(pred_text,   # run-length string of the prediction
              convention,  # a `Convention` or a preset's name
              empty=1.0,   # the score when both are empty: a number or nan
              empty_truth="score", # 'score'; or 'ignore': nan whenever the truth is empty (MONAI's rule)
-            ) -> float:
+             ) -> float:
     "Dice of two masks given as run-length strings, equal to `dice` of the decoded masks"
     e = _check_empty(empty); _check_empty_truth(empty_truth, e)
-    return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e, empty_truth=empty_truth)
+    return dice_from_counts(*rle_mask_counts(pred_text, truth_text, shape, convention), empty=e,
+                            empty_truth=empty_truth)
 
 # %% ../nbs/04_dice.ipynb #bf1c1135
 _COLOURS = {"background": (1.0, 1.0, 1.0), "truth only (FN)": (0.27, 0.51, 0.85),
@@ -294,13 +318,14 @@ _COLOURS = {"background": (1.0, 1.0, 1.0), "truth only (FN)": (0.27, 0.51, 0.85)
 
 def overlap_image(pred,   # 2-D boolean or 0/1 prediction
                   truth,  # 2-D boolean or 0/1 truth of the same shape
-                 ) -> np.ndarray: # (H, W, 3) float RGB: white background, blue FN, orange FP, green TP
+                  ) -> np.ndarray: # (H, W, 3) float RGB: white background, blue FN, orange FP, green TP
     "RGB picture of the overlap of two 2-D masks"
     p, t = as_bool_mask(pred), as_bool_mask(truth)
     _check_shapes(p, t)
     if p.ndim != 2: raise ValueError(f"overlap_image draws 2-D masks, got {p.ndim} dimensions: pick a slice")
     img = np.empty(p.shape + (3,))
-    for key, where in [("background", ~p & ~t), ("truth only (FN)", t & ~p), ("prediction only (FP)", p & ~t), ("both (TP)", p & t)]:
+    for key, where in [("background", ~p & ~t), ("truth only (FN)", t & ~p), ("prediction only (FP)", p & ~t),
+                       ("both (TP)", p & t)]:
         img[where] = _COLOURS[key]
     return img
 
@@ -429,7 +454,8 @@ def _c_piece(p, buf):
     return out
 
 def _tiled_kernel_counts(a, b, block=_AND_BLOCK):
-    "`_kernel_counts` of masks that are not both C-contiguous: pieces along the first axis, copied into C-ordered buffers"
+    ("`_kernel_counts` of masks that are not both C-contiguous: pieces along the first axis, copied into C-ordered "
+     "buffers")
     row = math.prod(a.shape[1:])
     step = max(1, block // max(1, row))
     bufs = [np.empty(min(a.size, step * row), bool) for _ in range(2)]

@@ -48,14 +48,17 @@ _DSB_COLUMNS = _columns(DSB_THRESHOLDS)   # the default thresholds' columns, mad
 def _fraction_columns(ts): return _DSB_COLUMNS if ts is DSB_THRESHOLDS else _columns(ts)
 
 def _counts_above(inter, union, ts):
-    "`_count_above` at every threshold: one array comparison when the products fit in int64, else threshold by threshold"
+    ("`_count_above` at every threshold: one array comparison when the products fit in int64, else threshold by "
+     "threshold")
     den, num, _ = _fraction_columns(ts)
-    if union.size and int(union.max()) * int(den.max()) >= 1 << 62: return np.array([_count_above(inter, union, t) for t in ts], np.int64)
+    if union.size and int(union.max()) * int(den.max()) >= 1 << 62:
+        return np.array([_count_above(inter, union, t) for t in ts], np.int64)
     return (inter[None, :] * den > union[None, :] * num).sum(1).astype(np.int64)
 
 # %% ../nbs/06a_dsb_metric.ipynb #5080aa22
 def _true_positives(o, ts):
-    "Matches at every threshold from the overlap table `o`: the pairs that touch, their IoU compared with each fraction exactly"
+    ("Matches at every threshold from the overlap table `o`: the pairs that touch, their IoU compared with each "
+     "fraction exactly")
     ti, pj = np.nonzero(o.intersections != 0)              # only pairs that touch can match
     inter = o.intersections[ti, pj]
     union = o.truth_areas[ti] + o.pred_areas[pj] - inter
@@ -78,29 +81,37 @@ class DSBImageScore:
     def iou(self): return self.overlaps.iou
 
     def __repr__(self):
-        head = f"DSB image score {self.score:.4f}: {len(self.overlaps.truth_ids)} true, {len(self.overlaps.pred_ids)} predicted objects"
-        rows = [f"{t:>5.2f} {a:>4} {b:>4} {c:>4}  {p:.4f}" for t, a, b, c, p in zip(self.thresholds, self.tp, self.fp, self.fn, self.precision)]
+        head = (f"DSB image score {self.score:.4f}: {len(self.overlaps.truth_ids)} true, "
+                f"{len(self.overlaps.pred_ids)} predicted objects")
+        rows = [f"{t:>5.2f} {a:>4} {b:>4} {c:>4}  {p:.4f}"
+                for t, a, b, c, p in zip(self.thresholds, self.tp, self.fp, self.fn, self.precision)]
         return "\n".join([head + (f" ({self.note})" if self.note else ""), "    t   TP   FP   FN  precision", *rows])
 
 # %% ../nbs/06a_dsb_metric.ipynb #9388644f
 def _check_dsb_objects(o, p_runs, truth_is_list):
     "Objects the DSB checker would reject: empty masks, predicted masks that overlap"
-    for side, areas, is_list in (("truth", o.truth_areas, truth_is_list), ("predicted", o.pred_areas, p_runs is not None)):
+    for side, areas, is_list in (("truth", o.truth_areas, truth_is_list),
+                                 ("predicted", o.pred_areas, p_runs is not None)):
         if is_list and (areas == 0).any():
-            raise ValueError(f"{side} object {int(np.flatnonzero(areas == 0)[0])} is empty: DSB has no row for an empty mask, leave it out")
+            raise ValueError(
+                f"{side} object {int(np.flatnonzero(areas == 0)[0])} is empty: DSB has no row for an empty mask, leave "
+                "it out")
     if p_runs is not None and not p_runs.disjoint:
         i, j, shared = overlapping_pairs(p_runs.starts, p_runs.lengths, p_runs.owner, len(p_runs))
         if i.size:
-            pairs = ", ".join(f"{a} and {b} ({s} px)" for a, b, s in zip(i[:5].tolist(), j[:5].tolist(), shared[:5].tolist()))
-            raise ValueError(f"predicted objects overlap: {pairs}{' ...' if i.size > 5 else ''} ({i.size} pairs): the DSB checker rejects overlapping masks")
+            pairs = ", ".join(f"{a} and {b} ({s} px)"
+                              for a, b, s in zip(i[:5].tolist(), j[:5].tolist(), shared[:5].tolist()))
+            raise ValueError(
+                f"predicted objects overlap: {pairs}{' ...' if i.size > 5 else ''} ({i.size} pairs): the DSB checker "
+                "rejects overlapping masks")
 
 # %% ../nbs/06a_dsb_metric.ipynb #bd4b9953
-def dsb_image_score(truth,           # true objects: label image, an `Objects`, or a list of masks / runs / RLE strings (see `overlap_counts`)
+def dsb_image_score(truth,           # true objects: label image, `Objects`, masks, runs, RLE strings (`overlap_counts`)
                     pred,            # predicted objects, in any of the same forms; they must not overlap
                     thresholds=None, # IoU thresholds, default 0.50, 0.55, ..., 0.95 (each in [0.5, 1))
-                    empty=1.0,       # score when the image has neither true nor predicted objects (outside the competition)
+                    empty=1.0,  # score when the image has neither true nor predicted objects (outside the competition)
                     **kwargs,        # `order`, `shape`, `convention`, as in `overlap_counts`
-                   ) -> DSBImageScore:
+                    ) -> DSBImageScore:
     "DSB 2018 score of one image: mean over thresholds t of TP/(TP+FP+FN), a match being IoU > t"
     o, p_runs, tags = overlaps_and_objects(truth, pred, **kwargs)
     _check_dsb_objects(o, p_runs, tags[0] is not None)
@@ -109,12 +120,14 @@ def dsb_image_score(truth,           # true objects: label image, an `Objects`, 
     fp, fn = len(o.pred_ids) - tp, len(o.truth_ids) - tp
     total = tp + fp + fn
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))
-    note = "" if len(o.truth_ids) or len(o.pred_ids) else f"no true and no predicted object: empty={empty} (outside the competition)"
+    note = ("" if len(o.truth_ids) or len(o.pred_ids)
+            else f"no true and no predicted object: empty={empty} (outside the competition)")
     return DSBImageScore(float(precision.mean()), _fraction_columns(ts)[2].copy(), tp, fp, fn, precision, o, note)
 
 # %% ../nbs/06a_dsb_metric.ipynb #274ac719
 def reference_histogram_score(truth_labels, pred_labels) -> float:
-    "DSB image score as the widely copied kernel computes it (float thresholds, histogram IoU); kept for teaching and benchmarks"
+    ("DSB image score as the widely copied kernel computes it (float thresholds, histogram IoU); kept for teaching and "
+     "benchmarks")
     iou = reference_histogram_iou(truth_labels, pred_labels)
     precisions = []
     for t in np.arange(0.5, 1.0, 0.05):                          # 0.5, 0.55, 0.6000000000000001, ...
@@ -138,18 +151,20 @@ class DSBScore:
         "One line per image: id, score, objects, TP at t=0.5"
         rows = [f"{str(k)[:24]:<24} {s:.4f} {len(r.overlaps.truth_ids):>5} {len(r.overlaps.pred_ids):>5} {r.tp[0]:>5}"
                 for k, s, r in list(zip(self.ids, self.scores, self.images))[:n]]
-        return "\n".join([f"{'image':<24} score  true  pred  TP@{self.images[0].thresholds[0]:.2f}" if self.images else "no images", *rows])
+        return "\n".join(
+            [f"{'image':<24} score  true  pred  TP@{self.images[0].thresholds[0]:.2f}" if self.images else "no images",
+             *rows])
 
     def __repr__(self):
         more = f"\n... ({len(self.ids) - 5} more images)" if len(self.ids) > 5 else ""
         return f"DSB score {self.score:.4f} over {len(self.ids)} images\n{self.table(5)}{more}"
 
 # %% ../nbs/06a_dsb_metric.ipynb #ba5cd03c
-def dsb_score(pairs,           # {image id: (truth, pred)} or a list of (truth, pred); (truth, pred, shape) for RLE strings
+def dsb_score(pairs,  # {image id: (truth, pred)} or a list of (truth, pred); (truth, pred, shape) for RLE strings
               thresholds=None, # IoU thresholds, as in `dsb_image_score`
               empty=1.0,       # score of an image with no true and no predicted object (outside the competition)
               **kwargs,        # `order`, `convention`, as in `overlap_counts`
-             ) -> DSBScore:
+              ) -> DSBScore:
     "DSB 2018 score: the mean over images of each image's score, with the per-image values"
     items = list(pairs.items()) if isinstance(pairs, dict) else list(enumerate(pairs))
     ids, images = [], []
@@ -190,8 +205,10 @@ class F2ImageScore:
     note: str = ""           # which edge case applied, if any
 
     def __repr__(self):
-        head = f"F2 image score {self.score:.4f}: {len(self.overlaps.truth_ids)} true, {len(self.overlaps.pred_ids)} predicted objects"
-        rows = [f"{t:>5.2f} {a:>4} {b:>4} {c:>4}  {f:.4f}" for t, a, b, c, f in zip(self.thresholds, self.tp, self.fp, self.fn, self.f2)]
+        head = (f"F2 image score {self.score:.4f}: {len(self.overlaps.truth_ids)} true, "
+                f"{len(self.overlaps.pred_ids)} predicted objects")
+        rows = [f"{t:>5.2f} {a:>4} {b:>4} {c:>4}  {f:.4f}"
+                for t, a, b, c, f in zip(self.thresholds, self.tp, self.fp, self.fn, self.f2)]
         return "\n".join([head + (f" ({self.note})" if self.note else ""), "    t   TP   FP   FN      F2", *rows])
 
 # %% ../nbs/06a_dsb_metric.ipynb #8361ab5c
@@ -200,11 +217,12 @@ def f2_image_score(truth,           # true objects: label image, an `Objects`, o
                    thresholds=None, # IoU thresholds, default 0.50, 0.55, ..., 0.95 (each in [0.5, 1))
                    empty=1.0,       # score of an image with neither true nor predicted object (Airbus: 1)
                    **kwargs,        # `order`, `shape`, `convention`, as in `overlap_counts`
-                  ) -> F2ImageScore:
+                   ) -> F2ImageScore:
     "Airbus F2 of one image: mean over thresholds t of 5TP/(5TP+4FN+FP), a match being IoU > t"
     r = dsb_image_score(truth, pred, thresholds, **kwargs)
     f2 = f_beta(r.tp, r.fp, r.fn, 2.0, empty)
-    note = "" if len(r.overlaps.truth_ids) or len(r.overlaps.pred_ids) else f"no true and no predicted object: empty={empty}"
+    note = ("" if len(r.overlaps.truth_ids) or len(r.overlaps.pred_ids)
+            else f"no true and no predicted object: empty={empty}")
     return F2ImageScore(float(f2.mean()), r.thresholds, r.tp, r.fp, r.fn, f2, r.overlaps, note)
 
 # %% ../nbs/06a_dsb_metric.ipynb #c09b20c0
@@ -213,7 +231,7 @@ def synthetic_nuclei(shape=(256, 256), # image shape (height, width)
                      seed=0,           # random seed
                      radius=None,      # mean radius in pixels (default: nuclei cover about a quarter of the image)
                      noise=0.05,       # standard deviation of the image noise
-                    ) -> tuple[np.ndarray, np.ndarray]: # grey image (float32 in [0, 1]) and label image (int32, 1..n)
+                     ) -> tuple[np.ndarray, np.ndarray]: # grey image (float32 in [0, 1]) and label image (int32, 1..n)
     "A synthetic microscopy image of touching, non-overlapping elliptic nuclei, with its instance label image"
     rng = np.random.default_rng(seed)
     h, w = shape
@@ -227,7 +245,8 @@ def synthetic_nuclei(shape=(256, 256), # image shape (height, width)
         cy, cx = rng.uniform(0, h), rng.uniform(0, w)
         ang = rng.uniform(0, np.pi)
         ext = int(np.ceil(max(a, b))) + 1
-        y0, y1, x0, x1 = max(int(cy) - ext, 0), min(int(cy) + ext + 1, h), max(int(cx) - ext, 0), min(int(cx) + ext + 1, w)
+        y0, y1, x0, x1 = (max(int(cy) - ext, 0), min(int(cy) + ext + 1, h), max(int(cx) - ext, 0),
+                          min(int(cx) + ext + 1, w))
         yy, xx = np.mgrid[y0:y1, x0:x1]
         u = ((xx - cx) * np.cos(ang) + (yy - cy) * np.sin(ang)) / a
         v = (-(xx - cx) * np.sin(ang) + (yy - cy) * np.cos(ang)) / b
@@ -237,7 +256,8 @@ def synthetic_nuclei(shape=(256, 256), # image shape (height, width)
         if inside.sum() < 0.3 * np.pi * a * b or (inside & ~free).sum() > 0.1 * inside.sum(): continue
         placed += 1
         labels[y0:y1, x0:x1][inside & free] = placed
-        image[y0:y1, x0:x1] += np.where(inside & free, rng.uniform(0.45, 0.85) * np.sqrt(np.clip(1 - 0.6 * d2, 0, 1)), 0).astype(np.float32)
+        image[y0:y1, x0:x1] += np.where(inside & free, rng.uniform(0.45, 0.85) * np.sqrt(np.clip(1 - 0.6 * d2, 0, 1)),
+                                        0).astype(np.float32)
     image += rng.normal(0, noise, shape).astype(np.float32)
     return np.clip(image, 0, 1), labels
 
@@ -247,7 +267,7 @@ def synthetic_prediction(labels,     # true label image
                          shift=3,    # largest shift of an object, in pixels along each axis
                          miss=0.1,   # fraction of objects the "model" misses
                          extra=0.1,  # false objects added, as a fraction of the true count
-                        ) -> np.ndarray: # predicted label image (ids unrelated to the true ones)
+                         ) -> np.ndarray: # predicted label image (ids unrelated to the true ones)
     "A plausible prediction for `labels`: objects shifted by a few pixels, some missed, some invented"
     rng = np.random.default_rng(seed)
     labels = np.asarray(labels)
@@ -268,7 +288,7 @@ def synthetic_prediction(labels,     # true label image
         _, other = synthetic_nuclei(labels.shape, 3 * n_extra, seed + 1, noise=0)
         ids, runs = label_to_runs(other)
         o = overlap_counts(labels, other)
-        free = [r for r, hit in zip(runs, o.intersections.sum(0)) if hit == 0][:n_extra]   # blobs on the background only
+        free = [r for r, hit in zip(runs, o.intersections.sum(0)) if hit == 0][:n_extra]  # blobs on the background only
         if free:
             s, l, j = concat_runs(free)
             pred.ravel()[runs_to_pixels(s, l)] = n + 1 + np.repeat(j, l)
@@ -300,7 +320,7 @@ def plot_dsb_threshold(truth,        # true label image (2-D)
                        image=None,   # grey image drawn underneath (optional)
                        result=None,  # `dsb_image_score(truth, pred)`, if already computed
                        fig=None,     # a matplotlib figure to draw into (default: a new one)
-                      ):
+                       ):
     "Objects coloured TP / FP / FN at threshold t, next to precision(t) and its running mean over the thresholds"
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -326,10 +346,11 @@ def plot_dsb_threshold(truth,        # true label image (2-D)
     rgb[thick] = _FN_COLOUR                                       # thick and coloured when the object is missed
     ax.imshow(np.clip(rgb, 0, 1), interpolation="nearest")
     ax.set_axis_off()
-    ax.legend(handles=[Patch(color=_TP_COLOUR, label=f"TP {r.tp[k]} (predicted, matched)"),
-                       Patch(color=_FP_COLOUR, label=f"FP {r.fp[k]} (predicted, unmatched)"),
-                       Patch(color=_FN_COLOUR, label=f"FN {r.fn[k]} (true outline, unmatched)")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=8, frameon=False)
+    ax.legend(handles=[Patch(color=_TP_COLOUR, label=f"TP {r.tp[k]}: matched"),
+                       Patch(color=_FP_COLOUR, label=f"FP {r.fp[k]}: predicted, unmatched"),
+                       Patch(color=_FN_COLOUR, label=f"FN {r.fn[k]}: missed (true outline)")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=8, frameon=False,
+              handlelength=1.2, columnspacing=1.0)                # as wide as the image, not wider
     ax.set_title(f"t = {r.thresholds[k]:.2f}: match when IoU > t (white: true outlines)", fontsize=10)
     running = np.cumsum(r.precision) / np.arange(1, r.precision.size + 1)
     ax2.plot(r.thresholds, r.precision, "o-", color="0.5", label="precision(t) = TP/(TP+FP+FN)")
@@ -338,9 +359,10 @@ def plot_dsb_threshold(truth,        # true label image (2-D)
     ax2.plot([r.thresholds[k]], [r.precision[k]], "o", ms=12, mfc="none", mec="C3")
     ax2.set(xlabel="IoU threshold t", ylim=(-0.02, 1.02), xticks=r.thresholds)
     ax2.tick_params(axis="x", labelsize=8)
-    ax2.set_title(f"precision({r.thresholds[k]:.2f}) = {r.tp[k]}/({r.tp[k]}+{r.fp[k]}+{r.fn[k]}) = {r.precision[k]:.3f}\n"
-                  f"running mean over 0.50..{r.thresholds[k]:.2f}: {running[k]:.3f}", fontsize=10)
-    ax2.legend(fontsize=8, loc="lower left")
+    ax2.set_title(
+        f"precision({r.thresholds[k]:.2f}) = {r.tp[k]}/({r.tp[k]}+{r.fp[k]}+{r.fn[k]}) = {r.precision[k]:.3f}\n"
+        f"running mean over 0.50..{r.thresholds[k]:.2f}: {running[k]:.3f}", fontsize=10)
+    ax2.legend(fontsize=8, loc="best")                           # where it hides the fewest points
     fig.tight_layout()
     return fig
 
@@ -357,7 +379,8 @@ def dsb_threshold_explorer(truth=None, # true label image (default: `synthetic_n
     if pred is None: pred = synthetic_prediction(truth)
     result = dsb_image_score(truth, pred)
     slider = widgets.SelectionSlider(options=[(f"{t:.2f}", t) for t in result.thresholds], value=result.thresholds[0],
-                                     description="IoU t", continuous_update=False)
+                                     description="IoU t", continuous_update=False,
+                                     style={"description_width": "initial"}, layout=widgets.Layout(width="360px"))
     out = widgets.Output()
     def draw(change=None):
         with out:
@@ -372,7 +395,8 @@ def dsb_threshold_explorer(truth=None, # true label image (default: `synthetic_n
 # %% ../nbs/06a_dsb_metric.ipynb #12a14687
 @kernel
 def _tp_kernel(inter, t_area, p_area, den, num):
-    "True positives at each threshold n/d: the table's pairs with inter * d > union * n (integers, no overflow: the caller checks)"
+    ("True positives at each threshold n/d: the table's pairs with inter * d > union * n (integers, no overflow: the "
+     "caller checks)")
     tp = np.zeros(den.size, np.int64)
     for a in range(inter.shape[0]):
         for b in range(inter.shape[1]):

@@ -21,11 +21,13 @@ def _labels_array(labels, what="labels", signs=True):
     "`labels` as a non-negative integer array, or a clear error (`signs=False`: the caller checks for negative labels)"
     a = np.asarray(labels)
     if a.dtype == bool:
-        raise TypeError(f"{what}: a boolean array is ambiguous (one object? a stack of masks?): pass an integer label image "
-                        "(0 = background), or a list of boolean masks")
+        raise TypeError(
+            f"{what}: a boolean array is ambiguous (one object? a stack of masks?): pass an integer label image "
+            "(0 = background), or a list of boolean masks")
     if a.dtype.kind not in "iu": raise TypeError(f"{what}: a label image must hold integers, not {a.dtype}")
     if a.ndim < 1: raise ValueError(f"{what}: a label image needs at least one dimension")
-    if signs and a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: label {a.min()} is negative (0 is background, objects are > 0)")
+    if signs and a.dtype.kind == "i" and a.size and a.min() < 0:
+        raise ValueError(f"{what}: label {a.min()} is negative (0 is background, objects are > 0)")
     return a
 
 # %% ../nbs/06_instances.ipynb #8fea52cd
@@ -38,17 +40,21 @@ def _image_runs(flat):
 
 # %% ../nbs/06_instances.ipynb #37beb277
 def _unique_index(values, background=False):
-    "Distinct values (sorted) and each value's position among them, by a sort; `background`: 0 is always the first value"
+    ("Distinct values (sorted) and each value's position among them, by a sort; `background`: 0 is always the first "
+     "value")
     ids, index = np.unique(values, return_inverse=True)
-    if background and (not ids.size or ids[0] != 0): ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1
+    if background and (not ids.size or ids[0] != 0):
+        ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1
     return ids, index.ravel()
 
 _index_values = _unique_index   # how labels are renumbered (*Making it fast* puts a lookup table here)
 
 # %% ../nbs/06_instances.ipynb #b45d3ae3
 def _label_objects(a, order):
-    "The objects of a checked label image: foreground runs in pixel order, the object index of each, ids the label values"
-    starts, lengths, values = _image_runs(a.transpose(pixel_axes(order, a.ndim)).ravel())   # a copy only if `order` is not the memory order
+    ("The objects of a checked label image: foreground runs in pixel order, the object index of each, ids the label "
+     "values")
+    # a copy only if `order` is not the memory order
+    starts, lengths, values = _image_runs(a.transpose(pixel_axes(order, a.ndim)).ravel())
     fg = values != 0
     ids, obj = _index_values(values[fg])
     return Objects(starts[fg], lengths[fg], obj.astype(np.int64, copy=False), ids.astype(np.int64), a.shape, order)
@@ -84,23 +90,27 @@ def connected_objects(mask,          # boolean foreground (2-D or 3-D)
 def _flat_pair(truth, pred):
     "Both label images flattened in one common pixel order, without copies when they share a memory layout"
     if truth.shape != pred.shape:
-        raise ValueError(f"truth and prediction have different shapes: {'x'.join(map(str, truth.shape))} and {'x'.join(map(str, pred.shape))}")
+        raise ValueError(
+            f"truth and prediction have different shapes: {'x'.join(map(str, truth.shape))} and "
+            f"{'x'.join(map(str, pred.shape))}")
     same = [s // truth.itemsize for s in truth.strides] == [s // pred.itemsize for s in pred.strides]
-    return (truth.ravel("K"), pred.ravel("K")) if same else (truth.ravel(), pred.ravel())   # any order will do, if it is the same
+    # any order will do, if it is the same
+    return (truth.ravel("K"), pred.ravel("K")) if same else (truth.ravel(), pred.ravel())
 
 # %% ../nbs/06_instances.ipynb #8a908bcc
 def overlap_table(truth, # label image (integers), 0 = background
                   pred,  # label image of the predictions, same shape
-                 ) -> tuple: # intersections (n_truth, n_pred), truth areas, predicted areas, truth ids, predicted ids
+                  ) -> tuple: # intersections (n_truth, n_pred), truth areas, predicted areas, truth ids, predicted ids
     "Intersections, areas and ids of two label images: one code per pixel and one `bincount` (the textbook version)"
     t, p = _flat_pair(truth, pred)
     t_ids, ti = np.unique(np.concatenate([np.zeros(1, t.dtype), t]), return_inverse=True)   # labels -> 0, 1, ..., n
-    p_ids, pi = np.unique(np.concatenate([np.zeros(1, p.dtype), p]), return_inverse=True)   # (a 0 added: row and column 0 are the background)
+    # (a 0 added: row and column 0 are the background)
+    p_ids, pi = np.unique(np.concatenate([np.zeros(1, p.dtype), p]), return_inverse=True)
     n = p_ids.size
     table = np.bincount(ti.ravel()[1:] * n + pi.ravel()[1:], minlength=t_ids.size * n).reshape(t_ids.size, n)
     return table[1:, 1:], table[1:].sum(1), table[:, 1:].sum(0), t_ids[1:].astype(np.int64), p_ids[1:].astype(np.int64)
 
-_pair_table = overlap_table   # what `overlap_counts` uses for two label images (*Making it fast* puts a faster one here)
+_pair_table = overlap_table  # what `overlap_counts` uses for two label images (*Making it fast* puts a faster one here)
 
 # %% ../nbs/06_instances.ipynb #adb26f66
 class Overlaps(NamedTuple):
@@ -118,7 +128,7 @@ class Overlaps(NamedTuple):
     def iou(self):
         "IoU matrix (0 where both objects are empty), divided only where objects meet (most pairs do not)"
         out = np.zeros(self.intersections.shape)
-        at = np.flatnonzero(self.intersections != 0)            # (a bool array: numpy scans it ten times faster than int64)
+        at = np.flatnonzero(self.intersections != 0)  # (a bool array: numpy scans it ten times faster than int64)
         ti, pj = np.divmod(at, max(self.intersections.shape[1], 1))
         shared = self.intersections.ravel()[at]
         out.ravel()[at] = shared / (self.truth_areas[ti] + self.pred_areas[pj] - shared)
@@ -130,7 +140,9 @@ def _classify(objs, side):
     if isinstance(objs, np.ndarray): return None
     if isinstance(objs, Objects): return "objects"
     if not isinstance(objs, (list, tuple)):
-        raise TypeError(f"{side}: expected a label image (numpy array), an Objects or a list of masks / runs / RLE strings, not {type(objs).__name__}")
+        raise TypeError(
+            f"{side}: expected a label image (numpy array), an Objects or a list of masks / runs / RLE strings, not "
+            f"{type(objs).__name__}")
     types = set(map(type, objs))                           # fast paths for lists of one kind
     if types <= {tuple, list} and set(map(len, objs)) <= {2}: return ["runs"] * len(objs)
     if types <= {np.ndarray}: return ["mask"] * len(objs)
@@ -140,8 +152,10 @@ def _classify(objs, side):
         if isinstance(o, np.ndarray): tags.append("mask")
         elif isinstance(o, str): tags.append("text")
         elif isinstance(o, (tuple, list)) and len(o) == 2: tags.append("runs")
-        else: raise TypeError(f"{side} object {k}: expected a boolean mask (numpy array), runs (starts, lengths) or an RLE string, "
-                              f"not {type(o).__name__}")
+        else:
+            raise TypeError(
+                f"{side} object {k}: expected a boolean mask (numpy array), runs (starts, lengths) or an RLE string, "
+                f"not {type(o).__name__}")
     return tags
 
 # %% ../nbs/06_instances.ipynb #85a795cf
@@ -165,26 +179,31 @@ def _common_order(tags, order, convention, shape, fixed=()):
     if "text" in kinds:
         c_order = get_convention(convention).order
         if order is not None and pixel_axes(order, 2) != pixel_axes(c_order, 2):
-            raise ValueError(f"order={order!r} contradicts the convention {get_convention(convention).name!r} of the RLE strings")
+            raise ValueError(
+                f"order={order!r} contradicts the convention {get_convention(convention).name!r} of the RLE strings")
         order = c_order
         if shape is None: raise ValueError("RLE strings need the image's shape: pass shape=(height, width)")
     elif "runs" in kinds and kinds & {"labels", "mask"} and order is None:
-        raise ValueError("runs given as (starts, lengths) next to arrays: say in which pixel order the runs are, order='C' or 'F'")
+        raise ValueError(
+            "runs given as (starts, lengths) next to arrays: say in which pixel order the runs are, order='C' or 'F'")
     return order if order is not None else "C"
 
 # %% ../nbs/06_instances.ipynb #f616fab0
 def _runs_objects(runs, shape, order, what):
-    "A list of (starts, lengths) as a checked `Objects`: concatenated and checked in one pass, a bad object named by `Objects.from_runs`"
+    ("A list of (starts, lengths) as a checked `Objects`: concatenated and checked in one pass, a bad object named by "
+     "`Objects.from_runs`")
     starts, lengths = [s for s, _ in runs], [l for _, l in runs]
     n = np.fromiter(map(len, starts), np.int64, len(runs))
     try:
         cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
         s, l = cat(starts), cat(lengths)
-        fine = s.ndim == l.ndim == 1 and s.size == l.size == n.sum() and first_not_whole(s) < 0 and first_not_whole(l) < 0
+        fine = (s.ndim == l.ndim == 1 and s.size == l.size == n.sum() and first_not_whole(s) < 0
+                and first_not_whole(l) < 0)
     except ValueError: fine = False                         # 2-D arrays, text, ...: let from_runs say what is wrong
-    if not fine or (n != np.fromiter(map(len, lengths), np.int64, len(runs))).any(): return Objects.from_runs(runs, None, shape, order, what)
+    if not fine or (n != np.fromiter(map(len, lengths), np.int64, len(runs))).any():
+        return Objects.from_runs(runs, None, shape, order, what)
     s, l, ends = s.astype(np.int64, copy=False), l.astype(np.int64, copy=False), np.cumsum(n)
-    upto = np.concatenate([[0], np.cumsum(l)])             # each object's runs are one block: areas from one cumulative sum
+    upto = np.concatenate([[0], np.cumsum(l)])  # each object's runs are one block: areas from one cumulative sum
     ids = np.arange(len(runs), dtype=np.int64)
     owner = np.repeat(ids, n)
     bad = (s < 0) | (l <= 0) | ((s + l > math.prod(shape)) if shape is not None else False)
@@ -220,13 +239,18 @@ def _label_pair_table(truth, pred):
 def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     "`Overlaps` of two sides, and the predicted `Objects` when they came as a list or an `Objects`"
     tags = _classify(truth, "truth"), _classify(pred, "prediction")
-    shapes = {s for s in (_shape_of(truth, tags[0], "truth"), _shape_of(pred, tags[1], "prediction"), shape) if s is not None}
+    shapes = {s for s in (_shape_of(truth, tags[0], "truth"), _shape_of(pred, tags[1], "prediction"), shape)
+              if s is not None}
     shapes = {tuple(int(x) for x in np.atleast_1d(s)) for s in shapes}
-    if len(shapes) > 1: raise ValueError(f"truth and prediction have different shapes: {' and '.join('x'.join(map(str, s)) for s in sorted(shapes))}")
+    if len(shapes) > 1:
+        raise ValueError(
+            "truth and prediction have different shapes: "
+            f"{' and '.join('x'.join(map(str, s)) for s in sorted(shapes))}")
     shape = shapes.pop() if shapes else None
     if tags == (None, None):
         return Overlaps(*_label_pair_table(truth, pred)), None, tags
-    order = _common_order(tags, order, convention, shape, [o.order for o, t in zip((truth, pred), tags) if t == "objects"])
+    order = _common_order(tags, order, convention, shape,
+                          [o.order for o, t in zip((truth, pred), tags) if t == "objects"])
     t = _side_runs(truth, tags[0], order, convention, shape, "truth")
     p = _side_runs(pred, tags[1], order, convention, shape, "prediction")
     ts, tl, tm, disjoint = _sorted_disjoint(t)
@@ -239,18 +263,19 @@ def _overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
     return Overlaps(inter, t.areas, p.areas, t.ids, p.ids), (p if tags[1] is not None else None), tags
 
 # %% ../nbs/06_instances.ipynb #ff8b7db6
-def overlap_counts(truth,                # true objects: label image (0 = background), an `Objects`, or a list of masks / runs / RLE strings
+def overlap_counts(truth,                # true objects: label image, `Objects`, masks, runs or RLE strings
                    pred,                 # predicted objects, in any of the same forms (predictions may overlap)
                    *,
-                   order=None,           # pixel order of (starts, lengths) runs, needed when they meet arrays (an `Objects` knows its own)
+                   # pixel order of (starts, lengths) runs, needed when they meet arrays (an `Objects` knows its own)
+                   order=None,
                    shape=None,           # image shape, needed for RLE strings
                    convention="dsb2018", # convention of RLE strings
-                  ) -> Overlaps:         # intersections, areas and ids
+                   ) -> Overlaps:         # intersections, areas and ids
     "Pixels shared by every pair of true and predicted objects, and every object's area"
     return _overlaps(truth, pred, order, shape, convention)[0]
 
 # %% ../nbs/06_instances.ipynb #2354af89
-def iou_matrix(truth,  # true objects: label image (2-D or 3-D, 0 = background), an `Objects`, or a list of masks / runs / RLE strings
+def iou_matrix(truth,  # true objects: label image (2-D or 3-D, 0: background), `Objects`, masks, runs or RLE strings
                pred,   # predicted objects, in any of the same forms
                **kwargs, # `order`, `shape`, `convention`, as in `overlap_counts`
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # IoU (n_truth, n_pred), truth ids, predicted ids
@@ -264,15 +289,17 @@ def overlaps_and_objects(truth,                # true objects, in any form `over
                          order=None,           # pixel order of (starts, lengths) runs, as in `overlap_counts`
                          shape=None,           # image shape, needed for RLE strings
                          convention="dsb2018", # convention of RLE strings
-                        ) -> tuple: # `Overlaps`; the predicted `Objects` (None when none was built); each side's form (None: a label image)
-    "`overlap_counts` with what it learnt on the way: the predicted objects as runs when they were made, and the form of each side"
+                        ) -> tuple: # `Overlaps`; predicted `Objects` (or None); each side's form (None: label image)
+    ("`overlap_counts` with what it learnt on the way: the predicted objects as runs when they were made, and the form "
+     "of each side")
     return _overlaps(truth, pred, order, shape, convention)
 
 # %% ../nbs/06_instances.ipynb #da6ba210
 def reference_histogram_iou(truth_labels, # label image, 0 = background
                             pred_labels,  # label image of the predictions
                            ) -> np.ndarray: # IoU matrix, background row and column removed
-    "IoU as the widely copied DSB kernel computes it, with a 2-D histogram: right only when labels are exactly 0, 1, ..., N"
+    ("IoU as the widely copied DSB kernel computes it, with a 2-D histogram: right only when labels are exactly 0, 1, "
+     "..., N")
     t, p = np.asarray(truth_labels).ravel(), np.asarray(pred_labels).ravel()
     n_true, n_pred = len(np.unique(t)), len(np.unique(p))      # number of bins = number of distinct values
     inter = np.histogram2d(t, p, bins=(n_true, n_pred))[0]     # equal-width bins between each side's min and max
@@ -290,9 +317,12 @@ def _label_ids(ids, n, dtype):
     if not ids.size: return ids.astype(np.int64)
     if ids.dtype.kind not in "iu": raise TypeError(f"ids must be integers, not {ids.dtype}")
     if ids.min() <= 0: raise ValueError(f"id {ids.min()} is not > 0: 0 is the background of a label image")
-    if ids.max() > np.iinfo(dtype).max: raise ValueError(f"id {ids.max()} does not fit in {np.dtype(dtype).name}: pass a wider dtype")
+    if ids.max() > np.iinfo(dtype).max:
+        raise ValueError(f"id {ids.max()} does not fit in {np.dtype(dtype).name}: pass a wider dtype")
     values, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any(): raise ValueError(f"id {values[counts > 1][0]} is given to {counts[counts > 1][0]} objects: a label image would merge them")
+    if (counts > 1).any():
+        raise ValueError(
+            f"id {values[counts > 1][0]} is given to {counts[counts > 1][0]} objects: a label image would merge them")
     return ids
 
 # %% ../nbs/06_instances.ipynb #68d8718c
@@ -301,25 +331,28 @@ def runs_to_labels(runs,       # list of objects, each as 0-based (starts, lengt
                    order="C",  # pixel order of the runs
                    ids=None,   # label of each object (default 1, 2, ..., n in list order)
                    dtype=np.int32, # dtype of the label image
-                  ) -> np.ndarray: # label image, 0 = background
+                   ) -> np.ndarray: # label image, 0 = background
     "Instance label image from objects given as runs; objects must not overlap"
     shape = tuple(int(s) for s in shape)
     axes = pixel_axes(order, len(shape))
     ids = _label_ids(np.arange(1, len(runs) + 1) if ids is None else ids, len(runs), dtype)
     for k, (s, l) in enumerate(runs): check_whole(s, l, f"object {k}")
     i, j, shared = find_overlaps(runs)
-    if i.size: raise ValueError(f"objects {i[0]} and {j[0]} overlap ({shared[0]} pixels): a label image cannot hold both")
+    if i.size:
+        raise ValueError(f"objects {i[0]} and {j[0]} overlap ({shared[0]} pixels): a label image cannot hold both")
     s, l, k = concat_runs(runs)
     size = int(np.prod(shape))
     if s.size and (s.min() < 0 or l.min() <= 0 or (s + l).max() > size):
-        raise ValueError(f"runs do not fit in the {'x'.join(map(str, shape))} image ({size} pixels; starts >= 0, lengths > 0)")
+        raise ValueError(
+            f"runs do not fit in the {'x'.join(map(str, shape))} image ({size} pixels; starts >= 0, lengths > 0)")
     flat = np.zeros(size, dtype)
     flat[runs_to_pixels(s, l)] = np.repeat(ids[k] if k.size else ids[:0], l)
     return flat.reshape([shape[a] for a in axes]).transpose(np.argsort(axes))
 
 # %% ../nbs/06_instances.ipynb #21a8993d
 def _segment_table(seg_t, seg_p, lengths):
-    "Intersections, areas and ids from the segments' labels and lengths: one `bincount` over their (truth, prediction) codes"
+    ("Intersections, areas and ids from the segments' labels and lengths: one `bincount` over their (truth, "
+     "prediction) codes")
     t_ids, ti = _index_values(seg_t, background=True)     # label values -> 0, 1, ..., n (ids need not be consecutive)
     p_ids, pi = _index_values(seg_p, background=True)     # row 0 and column 0: the background
     nt, npr = t_ids.size, p_ids.size
@@ -330,7 +363,9 @@ def _segment_table(seg_t, seg_p, lengths):
 def _label_overlaps(truth, pred):
     "Intersections, areas and ids of two label images: one `bincount` over the runs of constant (truth, pred) pairs"
     t, p = _flat_pair(truth, pred)
-    if t.size == 0: return np.zeros((0, 0), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if t.size == 0:
+        return (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64))
     change = t[1:] != t[:-1]
     change |= p[1:] != p[:-1]                              # a new segment wherever either label changes
     starts = np.concatenate([[0], np.flatnonzero(change) + 1])
@@ -349,7 +384,9 @@ def _lookup_index(values, background=False):
         if background: present[0] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
     ids, index = np.unique(values, return_inverse=True)
-    if background and ids[0] != 0: ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1   # in the ids' own type: a list's 0 next to uint64 would make floats
+    if background and ids[0] != 0:
+        # in the ids' own type: a list's 0 next to uint64 would make floats
+        ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1
     return ids, index.ravel()
 
 _index_values = _lookup_index   # from here on, small label values are renumbered without a sort
@@ -360,7 +397,8 @@ def _pair_segments(t,    # flat truth labels
                    p,    # flat predicted labels, same size, same pixel order
                    cap,  # room for this many segments: past it, they are only counted
                   ):
-    "Segments of constant (truth, prediction) pairs: each one's two labels and length, and their number (the arrays are cut short past `cap`)"
+    ("Segments of constant (truth, prediction) pairs: each one's two labels and length, and their number (the arrays "
+     "are cut short past `cap`)")
     seg_t, seg_p, seg_n = np.empty(cap, t.dtype), np.empty(cap, p.dtype), np.empty(cap, np.int64)
     k, start = 0, 0
     a, b = t[0], p[0]
@@ -378,19 +416,21 @@ DENSE_CELLS = 1 << 16   # largest dense (truth, prediction) table, in cells (512
 
 @kernel
 def _dense_pair_table(seg_t, seg_p, seg_n, cells):
-    "`_segment_table`'s five arrays by a dense table of every label value up to the largest, and True; empty arrays and False when a label is negative or the table would pass `cells`"
+    ("`_segment_table`'s five arrays by a dense table of every label value up to the largest, and True; empty arrays "
+     "and False when a label is negative or the table would pass `cells`")
     nt = npr = 0
     small = seg_t.size > 0
     for k in range(seg_t.size):
         a, b = seg_t[k], seg_p[k]
-        if a < 0 or b < 0 or a >= cells or b >= cells: small = False; break   # (compared in the labels' own type: no uint64 wraps)
+        if a < 0 or b < 0 or a >= cells or b >= cells:
+            small = False; break   # (compared in the labels' own type: no uint64 wraps)
         nt, npr = max(nt, np.int64(a) + 1), max(npr, np.int64(b) + 1)
     e = np.zeros(0, np.int64)
     if not small or nt * npr > cells: return np.zeros((0, 0), np.int64), e, e, e, e, False
     table = np.zeros((nt, npr), np.int64)
     for k in range(seg_t.size): table[seg_t[k], seg_p[k]] += seg_n[k]
     t_area, p_area = table.sum(1), table.sum(0)
-    ti, pj = np.flatnonzero(t_area[1:]) + 1, np.flatnonzero(p_area[1:]) + 1   # the labels some pixel has (0: background)
+    ti, pj = np.flatnonzero(t_area[1:]) + 1, np.flatnonzero(p_area[1:]) + 1  # the labels some pixel has (0: background)
     inter = np.empty((ti.size, pj.size), np.int64)
     for a in range(ti.size):
         for b in range(pj.size): inter[a, b] = table[ti[a], pj[b]]
@@ -398,7 +438,8 @@ def _dense_pair_table(seg_t, seg_p, seg_n, cells):
 
 # %% ../nbs/06_instances.ipynb #c7dc1a1a
 def _small_segment_table(seg_t, seg_p, lengths, check=False):
-    "`_segment_table`, by the dense table when the labels are small and non-negative (`check`: a negative label is an error)"
+    ("`_segment_table`, by the dense table when the labels are small and non-negative (`check`: a negative label is an "
+     "error)")
     *table, ok = _dense_pair_table(seg_t, seg_p, lengths, DENSE_CELLS)
     if ok: return tuple(table)
     if check: _labels_array(seg_t, "truth"), _labels_array(seg_p, "prediction")   # every pixel's label is its segment's
@@ -427,9 +468,11 @@ def _pair_segments_2d(t, p, cap):
 _numpy_label_overlaps, _numpy_label_pair_table = _label_overlaps, _label_pair_table
 
 def _compiled_label_overlaps(truth, pred, check=False):
-    "`_label_overlaps` with the segments from one compiled pass when numba is available (`check`: no negative label, checked on the segments)"
+    ("`_label_overlaps` with the segments from one compiled pass when numba is available (`check`: no negative label, "
+     "checked on the segments)")
     if not numba_available() or truth.size == 0 or truth.shape != pred.shape: return _numpy_label_overlaps(truth, pred)
-    mixed = truth.ndim == 2 and not (truth.flags.c_contiguous and pred.flags.c_contiguous) and not (truth.flags.f_contiguous and pred.flags.f_contiguous)
+    mixed = (truth.ndim == 2 and not (truth.flags.c_contiguous and pred.flags.c_contiguous)
+             and not (truth.flags.f_contiguous and pred.flags.f_contiguous))
     segments, pair = (_pair_segments_2d, (truth, pred)) if mixed else (_pair_segments, _flat_pair(truth, pred))
     cap = max(1024, truth.size // 4)                      # nuclei images: a segment per 40 pixels or so
     seg_t, seg_p, lengths, k = segments(*pair, cap)
@@ -439,17 +482,20 @@ def _compiled_label_overlaps(truth, pred, check=False):
 def _compiled_label_pair_table(truth, pred):
     "`_label_pair_table` reading each image once: the signs of the labels checked on the segments, not on every pixel"
     if not numba_available(): return _numpy_label_pair_table(truth, pred)
-    return _compiled_label_overlaps(_labels_array(truth, "truth", signs=False), _labels_array(pred, "prediction", signs=False), check=True)
+    return _compiled_label_overlaps(_labels_array(truth, "truth", signs=False),
+                                    _labels_array(pred, "prediction", signs=False), check=True)
 
-_pair_table, _label_pair_table = _compiled_label_overlaps, _compiled_label_pair_table   # from here on, two label images: the one pass
+# from here on, two label images: the one pass
+_pair_table, _label_pair_table = _compiled_label_overlaps, _compiled_label_pair_table
 
 # %% ../nbs/06_instances.ipynb #57638283
 @kernel
 def _paint_mask(mask, words, labels, value):
-    "Write `value` into flat `labels` where flat boolean `mask` is True (`words`: its 8-pixel words); pixels painted, first clash (-1: none)"
+    ("Write `value` into flat `labels` where flat boolean `mask` is True (`words`: its 8-pixel words); pixels painted, "
+     "first clash (-1: none)")
     area, clash, nw = 0, -1, words.size
     for b in range(0, nw + 32, 32):                   # 32 words (256 pixels) at a time
-        last = b + 32 > nw                            # the last step also takes the 0-7 pixels after the last whole word
+        last = b + 32 > nw  # the last step also takes the 0-7 pixels after the last whole word
         x, seen = words[b:b + 32], np.uint64(0)
         for j in range(x.size): seen |= x[j]
         if seen == 0 and not last: continue           # all 256 pixels False: skipped
@@ -462,13 +508,15 @@ def _paint_mask(mask, words, labels, value):
 
 # %% ../nbs/06_instances.ipynb #0a945972
 def _painted_labels(masks):
-    "A list of boolean masks as one int32 label image (mask k painted k + 1), or None if they clash, one is empty or layouts differ"
+    ("A list of boolean masks as one int32 label image (mask k painted k + 1), or None if they clash, one is empty or "
+     "layouts differ")
     first = masks[0]
     fortran = first.flags.f_contiguous and not first.flags.c_contiguous
     labels = np.zeros(first.shape, np.int32, order="F" if fortran else "C")
     flat = labels.ravel("K")                         # a view: labels in the masks' own memory order
     for k, m in enumerate(masks):
-        if m.dtype != bool or m.shape != first.shape or not (m.flags.f_contiguous if fortran else m.flags.c_contiguous): return None
+        if m.dtype != bool or m.shape != first.shape or not (m.flags.f_contiguous if fortran else m.flags.c_contiguous):
+            return None
         f = m.ravel("K")
         area, clash = _paint_mask(f, f[:f.size - f.size % 8].view(np.uint64), flat, k + 1)
         if area == 0 or clash >= 0: return None
@@ -484,11 +532,15 @@ def _painted_overlaps(truth, pred, order=None, shape=None, convention="dsb2018")
     ok = ok and any(lists) and all(l or isinstance(s, np.ndarray) for s, l in zip(sides, lists))
     shapes = {s[0].shape if l else s.shape for s, l in zip(sides, lists)} if ok else set()
     ok = ok and len(shapes) == 1 and (shape is None or tuple(np.atleast_1d(shape)) == shapes.copy().pop())
-    painted = [_painted_labels(s) if l else _labels_array(s, what) for s, l, what in zip(sides, lists, ("truth", "prediction"))] if ok else [None]
+    painted = (
+        [_painted_labels(s) if l else _labels_array(s, what)
+         for s, l, what in zip(sides, lists, ("truth", "prediction"))] if ok else [None])
     if any(p is None for p in painted): return _run_overlaps(truth, pred, order, shape, convention)
     inter, t_areas, p_areas, t_ids, p_ids = _pair_table(*painted)
-    t_ids, p_ids = (ids - 1 if l else ids for ids, l in zip((t_ids, p_ids), lists))   # painted k + 1: back to positions k
-    return Overlaps(inter, t_areas, p_areas, t_ids, p_ids), None, tuple(_classify(s, w) for s, w in zip(sides, ("truth", "prediction")))
+    # painted k + 1: back to positions k
+    t_ids, p_ids = (ids - 1 if l else ids for ids, l in zip((t_ids, p_ids), lists))
+    return (Overlaps(inter, t_areas, p_areas, t_ids, p_ids), None,
+            tuple(_classify(s, w) for s, w in zip(sides, ("truth", "prediction"))))
 
 _overlaps = _painted_overlaps   # from here on, `overlap_counts` and everything built on it paint mask lists
 
@@ -496,8 +548,10 @@ _overlaps = _painted_overlaps   # from here on, `overlap_counts` and everything 
 _any_overlaps = _overlaps
 
 def _label_image_overlaps(truth, pred, order=None, shape=None, convention="dsb2018"):
-    "`_overlaps`, straight to the pair table when both sides are label images of one shape (and `shape`, if given, is theirs)"
-    if type(truth) is np.ndarray and type(pred) is np.ndarray and truth.shape == pred.shape and (shape is None or tuple(np.atleast_1d(shape)) == truth.shape):
+    ("`_overlaps`, straight to the pair table when both sides are label images of one shape (and `shape`, if given, is "
+     "theirs)")
+    if (type(truth) is np.ndarray and type(pred) is np.ndarray and truth.shape == pred.shape
+        and (shape is None or tuple(np.atleast_1d(shape)) == truth.shape)):
         return Overlaps(*_label_pair_table(truth, pred)), None, (None, None)
     return _any_overlaps(truth, pred, order, shape, convention)
 

@@ -11,7 +11,8 @@ __all__ = ['numba_available', 'Kernel', 'kernel']
 # %% ../nbs/00a_kernels.ipynb #cd4fff2b
 import os
 _SWITCH = "CLINSEG_NO_NUMBA"
-_SWITCH_KEY = os.environ.encodekey(_SWITCH) if hasattr(os.environ, "encodekey") else _SWITCH   # the key as os.environ stores it (bytes on POSIX)
+# the key as os.environ stores it (bytes on POSIX)
+_SWITCH_KEY = os.environ.encodekey(_SWITCH) if hasattr(os.environ, "encodekey") else _SWITCH
 _numba_found = None   # whether numba imports: found out at the first call
 
 def numba_available() -> bool:

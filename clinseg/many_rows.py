@@ -25,7 +25,8 @@ def _slow_rows(texts, c, shapes):
             s, l = parse_runs(t, c, shapes[i])
             if c.bar and not _BAR_GROUPS.fullmatch(t):
                 k = next(k for k, g in enumerate(t[:-1].split("|")) if not re.fullmatch(r"[0-9]+ [0-9]+", g))
-                raise RLEError(f"pair {k}: {t[:-1].split('|')[k]!r} is not `start length` (WAD wants `s l|` after every pair)")
+                raise RLEError(
+                    f"pair {k}: {t[:-1].split('|')[k]!r} is not `start length` (WAD wants `s l|` after every pair)")
         except RLEError as e:
             errors[i] = str(e); s = l = np.zeros(0, np.int64)
         starts.append(s); lengths.append(l); counts.append(s.size)
@@ -56,7 +57,8 @@ def _fast_format(b, n_rows, bar):
         last = np.concatenate([nl[1:], [True]])     # the character before a row end
         if (last & ~nl & ~is_bar).any(): return False                 # every non-empty row ends with '|'
         seps = a[space | is_bar]
-        if seps.size % 2 or (seps[0::2] != _SPACE).any() or (seps[1::2] != _BAR).any(): return False  # ' ' then '|', pair after pair
+        if seps.size % 2 or (seps[0::2] != _SPACE).any() or (seps[1::2] != _BAR).any():
+            return False  # ' ' then '|', pair after pair
     return True
 
 # %% ../nbs/02a_many_rows.ipynb #d0c77311
@@ -67,7 +69,8 @@ def _words(b, n, bar):
     starts = np.concatenate([[0], ends + 1])
     lengths = np.diff(np.concatenate([starts, [a.size + 1]])) - 1
     seps = (a == (_BAR if bar else _SPACE)).view(np.uint8)
-    per_row = np.add.reduceat(seps, np.minimum(starts, max(a.size - 1, 0)), dtype=np.int64) if a.size else np.zeros(n, np.int64)
+    per_row = (np.add.reduceat(seps, np.minimum(starts, max(a.size - 1, 0)), dtype=np.int64) if a.size
+               else np.zeros(n, np.int64))
     per_row[lengths == 0] = 0                 # reduceat gives an empty row its next character
     return 2 * per_row if bar else np.where(lengths > 0, per_row + 1, 0)
 
@@ -76,7 +79,8 @@ def _sizes(shapes, n):
     "Pixels per row (a huge number where the shape is unknown) and the shapes as a list"
     if shapes is None or (isinstance(shapes, tuple) and all(isinstance(s, (int, np.integer)) for s in shapes)):
         return np.full(n, math.prod(shapes) if shapes is not None else RUN_NUMBER_LIMIT, np.int64), [shapes] * n
-    prod = {s: math.prod(s) if s is not None else RUN_NUMBER_LIMIT for s in set(shapes)}   # few distinct shapes: one product each
+    # few distinct shapes: one product each
+    prod = {s: math.prod(s) if s is not None else RUN_NUMBER_LIMIT for s in set(shapes)}
     return np.array([prod[s] for s in shapes], np.int64), shapes
 
 # %% ../nbs/02a_many_rows.ipynb #03f652ae
@@ -100,7 +104,7 @@ def _parse_many_clean(texts, c, shapes):
 def parse_many(texts,         # run-length strings, one per row ("" for an empty mask)
                convention,    # a `Convention` or a preset's name
                shapes=None,   # the image shape of every row (a list), one shape for all, or None (not checked)
-              ) -> tuple:     # offsets, starts, lengths, errors {row index: message}
+               ) -> tuple:     # offsets, starts, lengths, errors {row index: message}
     "Validated 0-based runs of many rows at once: row i's runs are `starts[offsets[i]:offsets[i+1]]`"
     c = get_convention(convention)
     if c.parse_text is not None: raise ValueError(f"parse_many reads start/length pairs, not {c.text_form}")
@@ -114,7 +118,8 @@ def parse_many(texts,         # run-length strings, one per row ("" for an empty
     words = _words(b, n, c.bar)
     if c.bar: nums = np.fromstring(b.replace(b"|", b" ").decode("ascii"), dtype=np.int64, sep=" ")
     else: nums = np.fromstring(b.decode("ascii"), dtype=np.int64, sep=" ") if b.strip() else np.zeros(0, np.int64)
-    if nums.size != words.sum() or (words % 2).any() or (nums.size and nums.max() >= RUN_NUMBER_LIMIT) or (c.relative and nums.astype(np.float64).sum() >= RUN_NUMBER_LIMIT):
+    if (nums.size != words.sum() or (words % 2).any() or (nums.size and nums.max() >= RUN_NUMBER_LIMIT)
+        or (c.relative and nums.astype(np.float64).sum() >= RUN_NUMBER_LIMIT)):
         return _slow_rows(texts, c, shapes)
     pairs = words // 2
     offsets = np.concatenate([[0], np.cumsum(pairs)]).astype(np.int64)

@@ -19,11 +19,11 @@ __all__ = ['TP', 'FP', 'IGNORED_CROWD', 'IGNORED_REGION', 'IGNORED_AREA', 'CAPPE
            'match_images']
 
 # %% ../nbs/07_matching.ipynb #dc81ff84
-def greedy_loop(iou,            # (P, G) IoU of each prediction (in rank order, most confident first) with each true object
+def greedy_loop(iou,  # (P, G) IoU of each prediction (in rank order, most confident first) with each true object
                 thresholds,     # IoU thresholds t
                 strict=False,   # True: a match needs IoU > t (WAD); False: IoU >= t (COCO)
                 reusable=None,  # (G,) True for objects that are never used up (COCO's crowd regions); default: none
-               ) -> np.ndarray: # (T, P) the object each prediction takes at each threshold, -1 for none
+                ) -> np.ndarray: # (T, P) the object each prediction takes at each threshold, -1 for none
     "COCOeval's greedy matching as its loop: each prediction in turn takes the free object it overlaps best"
     iou = np.asarray(iou, float)
     P, G = iou.shape
@@ -52,7 +52,8 @@ def _greedy(ok,       # (T, P, G) prediction p passes with object g at threshold
             iou,      # (P, G) the IoUs, to pick the best object
             reusable, # (G,) objects that are never used up (crowd regions)
            ) -> np.ndarray: # (T, P) object taken by each prediction, -1 for none
-    "COCO's greedy assignment at every threshold: `greedy_loop` without the loop over thresholds (and mostly without any)"
+    ("COCO's greedy assignment at every threshold: `greedy_loop` without the loop over thresholds (and mostly without "
+     "any)")
     T, P, G = ok.shape
     taken = np.full((T, P), -1, np.int64)
     if not (T and P and G): return taken
@@ -77,16 +78,19 @@ def _greedy(ok,       # (T, P, G) prediction p passes with object g at threshold
     return taken
 
 # %% ../nbs/07_matching.ipynb #892b2c2d
-TP, FP, IGNORED_CROWD, IGNORED_REGION, IGNORED_AREA, CAPPED = 1, 0, 2, 3, 4, 5   # outcome codes (int8 in the outcome arrays)
+# outcome codes (int8 in the outcome arrays)
+TP, FP, IGNORED_CROWD, IGNORED_REGION, IGNORED_AREA, CAPPED = 1, 0, 2, 3, 4, 5
 OUTCOMES = {TP: "TP", FP: "FP", IGNORED_CROWD: "ignored (crowd)", IGNORED_REGION: "ignored (region)",
             IGNORED_AREA: "ignored (area)", CAPPED: "capped"}
 
 # %% ../nbs/07_matching.ipynb #5bd71115
 def _intersections(objects, others):
-    "Pixels shared by every pair (objects[i], others[j]) of two `Objects`; `others` may overlap each other (then one at a time)"
+    ("Pixels shared by every pair (objects[i], others[j]) of two `Objects`; `others` may overlap each other (then one "
+     "at a time)")
     if not len(others): return np.zeros((len(objects), 0), np.int64)
     if others.disjoint: return runs_intersections(objects, others)
-    return np.concatenate([runs_intersections(objects, others.select([k])) for k in range(len(others))], axis=1)   # COCO allows it
+    # COCO allows it
+    return np.concatenate([runs_intersections(objects, others.select([k])) for k in range(len(others))], axis=1)
 
 # %% ../nbs/07_matching.ipynb #99702dc6
 def safe_ratio(num, den) -> np.ndarray:
@@ -96,15 +100,18 @@ def safe_ratio(num, den) -> np.ndarray:
 
 # %% ../nbs/07_matching.ipynb #19e820d2
 def _region_overlap(t, mine, pcls, inter, objs, small, ignore_iou):
-    "Each prediction's overlap with the image's ignore region, grown by the small true objects of the prediction's class"
-    own = small[None] & (t.classes[objs][None] == pcls[:, None])              # (n, objects): small objects of each prediction's class
+    ("Each prediction's overlap with the image's ignore region, grown by the small true objects of the prediction's "
+     "class")
+    # (n, objects): small objects of each prediction's class
+    own = small[None] & (t.classes[objs][None] == pcls[:, None])
     shared = (runs_intersections(mine, [t.ignore])[:, 0] if t.ignore_area else 0) + (inter * own).sum(1)
-    r_area = t.ignore_area + own @ t.objects.areas[objs]                      # the region: ignore pixels and those small objects
+    r_area = t.ignore_area + own @ t.objects.areas[objs]  # the region: ignore pixels and those small objects
     parea = mine.areas
-    return np.where(r_area > 0, safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
+    return np.where(r_area > 0,
+                    safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
 
 # %% ../nbs/07_matching.ipynb #2fffaa69
-def _class_outcomes(sub,       # (p, g) IoU of the class's predictions (rank order) with its objects, the counted ones first
+def _class_outcomes(sub,  # (p, g) IoU of the class's predictions (rank order) with its objects, the counted ones first
                     counted,   # (g,) True for the objects COCO counts (True first)
                     crowd,     # (g,) crowd regions: never used up
                     area_out,  # (p,) predictions whose area is outside the area range
@@ -128,8 +135,9 @@ def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`,
                     rows,       # indices of this image's evaluated predictions, in rank order
                     classes,    # evaluated classes
                     thresholds, strict, ignore_iou, area_range,
-                    min_region=0, # true objects with fewer pixels are not counted and join the ignore region of their class
-                   ):
+                    # true objects with fewer pixels are not counted and join the ignore region of their class
+                    min_region=0,
+                    ):
     "Outcome, object taken and IoU of each prediction of one image at each threshold, and its ignore-region overlap"
     T, n = len(thresholds), len(rows)
     outcome, taken, best_iou = np.full((T, n), FP, np.int8), np.full((T, n), -1, np.int64), np.zeros((T, n))
@@ -138,7 +146,8 @@ def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`,
     inter = _intersections(mine, t.objects.select(objs))
     parea, oarea, rarea, crowd = mine.areas, t.objects.areas[objs], t.range_areas[objs], t.crowd[objs]
     small = ~crowd & (oarea < min_region)                                     # Cityscapes' small regions
-    iou = np.where(crowd[None], safe_ratio(inter, parea[:, None]), safe_ratio(inter, parea[:, None] + oarea[None] - inter))
+    iou = np.where(crowd[None], safe_ratio(inter, parea[:, None]),
+                   safe_ratio(inter, parea[:, None] + oarea[None] - inter))
     region = _region_overlap(t, mine, pcls, inter, objs, small, ignore_iou)
     prange = pr.range_area[rows]                                               # the area an area range judges
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
@@ -146,9 +155,11 @@ def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`,
         p, g = np.flatnonzero(pcls == c), np.flatnonzero((t.classes[objs] == c) & ~small)
         counted = ~crowd[g]
         if area_range is not None: counted &= (rarea[g] >= area_range[0]) & (rarea[g] <= area_range[1])
-        g, counted = np.concatenate([g[counted], g[~counted]]), np.sort(counted)[::-1]   # COCO's order: counted objects first
+        # COCO's order: counted objects first
+        g, counted = np.concatenate([g[counted], g[~counted]]), np.sort(counted)[::-1]
         sub = iou[np.ix_(p, g)]
-        outcome[:, p], first = _class_outcomes(sub, counted, crowd[g], area_out[p], _passes(region[p], thresholds, strict),
+        outcome[:, p], first = _class_outcomes(sub, counted, crowd[g], area_out[p],
+                                               _passes(region[p], thresholds, strict),
                                                thresholds, strict)
         cols, hit = np.flatnonzero(counted), first >= 0
         taken[:, p] = np.where(hit, objs[g[cols[np.maximum(first, 0)]]] if cols.size else -1, -1)
@@ -182,9 +193,10 @@ def _cat(xs, dtype=np.int64):
 # %% ../nbs/07_matching.ipynb #4373fa3b
 class _Line(NamedTuple):
     "Every image's true objects in one list, and the runs of those of the evaluated classes on one line of pixels"
-    img: np.ndarray; first: np.ndarray; count: np.ndarray   # each object's image; each image's first object and its number of objects
+    # each object's image; each image's first object and its number of objects
+    img: np.ndarray; first: np.ndarray; count: np.ndarray
     cls: np.ndarray; crowd: np.ndarray; area: np.ndarray    # class, crowd flag and pixels of each object
-    small: np.ndarray                                       # Cityscapes' small regions: part of their class's ignore region
+    small: np.ndarray  # Cityscapes' small regions: part of their class's ignore region
     starts: np.ndarray; lengths: np.ndarray; obj: np.ndarray  # the runs, sorted by start, and the object of each
 
 # %% ../nbs/07_matching.ipynb #9c5f15be
@@ -193,16 +205,20 @@ def _truth_line(per, offset, classes, min_region):
     objects = [t.objects for t in per]
     count = np.array([len(o) for o in objects], np.int64)
     img, first = np.repeat(np.arange(len(per)), count), np.cumsum(count) - count
-    cls, crowd, area = _cat([t.classes for t in per]), _cat([t.crowd for t in per], bool), _cat([o.areas for o in objects])
+    cls, crowd, area = (_cat([t.classes for t in per]), _cat([t.crowd for t in per], bool),
+                        _cat([o.areas for o in objects]))
     evaluated = np.isin(cls, classes)
     small = ~crowd & (area < min_region) & evaluated
-    ts, tl, obj = _cat([o.starts for o in objects]), _cat([o.lengths for o in objects]), _cat([o.owner for o in objects])
+    ts, tl, obj = (_cat([o.starts for o in objects]), _cat([o.lengths for o in objects]),
+                   _cat([o.owner for o in objects]))
     bounds = np.cumsum([0] + [o.starts.size for o in objects]).tolist()
-    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):           # each image's runs moved to its place on the line, in place
+    # each image's runs moved to its place on the line, in place
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         ts[a:b] += offset[i]; obj[a:b] += first[i]
     if not evaluated.all():                                             # runs of classes not evaluated leave first
         use = evaluated[obj]; ts, tl, obj = ts[use], tl[use], obj[use]
-    by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)         # sorted through one spare array: fresh memory costs page faults
+    # sorted through one spare array: fresh memory costs page faults
+    by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)
     ts, spare = np.take(ts, by, out=spare, mode="clip"), ts               # ("clip": no buffer of its own)
     tl, spare = np.take(tl, by, out=spare, mode="clip"), tl
     obj, spare = np.take(obj, by, out=spare, mode="clip"), obj
@@ -217,11 +233,14 @@ def _ranges(lo, hi):
     return k, np.arange(k.size) - np.repeat(np.cumsum(n) - n, n) + lo[k]
 
 def _meeting_runs(s, l, t, m):
-    "Every pair of overlapping runs of two sets that may each overlap themselves: (index into the first, into the second, pixels shared)"
+    ("Every pair of overlapping runs of two sets that may each overlap themselves: (index into the first, into the "
+     "second, pixels shared)")
     a, b = np.argsort(s, kind="stable"), np.argsort(t, kind="stable")
     sa, tb = s[a], t[b]
-    i1, at = _ranges(np.searchsorted(tb, s, "left"), np.searchsorted(tb, s + l, "left"))    # second runs starting in [s, s + l)
-    j2, at2 = _ranges(np.searchsorted(sa, t, "right"), np.searchsorted(sa, t + m, "left"))  # first runs starting in (t, t + m)
+    # second runs starting in [s, s + l)
+    i1, at = _ranges(np.searchsorted(tb, s, "left"), np.searchsorted(tb, s + l, "left"))
+    # first runs starting in (t, t + m)
+    j2, at2 = _ranges(np.searchsorted(sa, t, "right"), np.searchsorted(sa, t + m, "left"))
     i, j = np.concatenate([i1, a[at2]]), np.concatenate([b[at], j2])
     return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
 
@@ -232,7 +251,8 @@ def _line_starts(pr, offset):
 
 # %% ../nbs/07_matching.ipynb #17ff1d8c
 def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
-    "(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then object; predictions as positions in `rows`"
+    ("(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then "
+     "object; predictions as positions in `rows`")
     n, pimg, ps = rows.size, pr.image[rows], _line_starts(pr, offset)
     pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
     i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
@@ -240,11 +260,11 @@ def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
     mine = p >= 0                                                       # evaluated predictions only
     p, g, ov = p[mine], g[mine], ov[mine]
     p_first = np.searchsorted(pimg, np.arange(n_img))                   # each image's first prediction in `rows`
-    cells = np.diff(np.append(p_first, n)) * line.count                 # one cell per (prediction, object) pair of an image
+    cells = np.diff(np.append(p_first, n)) * line.count  # one cell per (prediction, object) pair of an image
     base = np.cumsum(cells) - cells
     im = pimg[p]
     code, inter = _pair_sums(base[im] + (p - p_first[im]) * line.count[im] + (g - line.first[im]), ov, int(cells.sum()))
-    im = np.searchsorted(base, code, side="right") - 1                  # (an image without cells shares its base with the next)
+    im = np.searchsorted(base, code, side="right") - 1  # (an image without cells shares its base with the next)
     rem = code - base[im]
     p, g = p_first[im] + rem // line.count[im], line.first[im] + rem % line.count[im]
     same = pr.cls[rows][p] == line.cls[g]
@@ -256,30 +276,34 @@ def _greedy_pairs(ok,      # (T, pairs) the pair's IoU passes the threshold
                   crowd,   # (pairs,) the pair's object is a crowd region
                   p, g,    # (pairs,) prediction (position in rank order) and object of each pair
                   n, n_obj,# numbers of predictions and of objects
-                 ):
-    "Greedy matching of every image at once: the pair each prediction took (-1: none), the predictions an ignored object absorbed, and the predictions that had a choice"
+                  ):
+    ("Greedy matching of every image at once: the pair each prediction took (-1: none), the predictions an ignored "
+     "object absorbed, and the predictions that had a choice")
     T = ok.shape[0]
     t1, k1 = np.nonzero(ok & counted)                                   # stage 1: counted objects
     amb = np.bincount(t1 * n + p[k1], minlength=T * n) > 1
-    win = _first_per_group(t1 * n_obj + g[k1], p[k1])                   # each object goes to its first prediction in rank order
+    win = _first_per_group(t1 * n_obj + g[k1], p[k1])  # each object goes to its first prediction in rank order
     hit = np.full((T, n), -1, np.int64)
     hit[t1[win], p[k1[win]]] = k1[win]
-    t2, k2 = np.nonzero(ok & ~counted)                                  # stage 2: ignored objects, for predictions that took nothing
+    t2, k2 = np.nonzero(ok & ~counted)  # stage 2: ignored objects, for predictions that took nothing
     free = hit[t2, p[k2]] < 0
     t2, k2 = t2[free], k2[free]
     amb |= np.bincount(t2 * n + p[k2], minlength=T * n) > 1
-    again = crowd[k2]                                                   # a crowd region takes every prediction that passes with it
-    win = np.concatenate([np.flatnonzero(again), np.flatnonzero(~again)[_first_per_group(t2[~again] * n_obj + g[k2[~again]], p[k2[~again]])]])
+    again = crowd[k2]  # a crowd region takes every prediction that passes with it
+    win = np.concatenate(
+        [np.flatnonzero(again),
+         np.flatnonzero(~again)[_first_per_group(t2[~again] * n_obj + g[k2[~again]], p[k2[~again]])]])
     absorbed = np.zeros((T, n), bool)
     absorbed[t2[win], p[k2[win]]] = True
     return hit, absorbed, amb.reshape(T, n).any(0)
 
 # %% ../nbs/07_matching.ipynb #393dbf9b
 def _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj):
-    "`_greedy_pairs` when predictions have a choice: one step per rank inside an image, that rank's prediction of every image at once"
+    ("`_greedy_pairs` when predictions have a choice: one step per rank inside an image, that rank's prediction of "
+     "every image at once")
     T, n = ok.shape[0], step.size
     hit, absorbed, free = np.full((T, n), -1, np.int64), np.zeros((T, n), bool), np.ones((T, n_obj), bool)
-    by = np.lexsort((g, iou, p, step[p]))                  # by step, then prediction; a prediction's best (IoU, object) last
+    by = np.lexsort((g, iou, p, step[p]))  # by step, then prediction; a prediction's best (IoU, object) last
     bounds = np.searchsorted(step[p[by]], np.arange(int(step.max(initial=0)) + 2))
     for s in range(bounds.size - 1):
         k = by[bounds[s]:bounds[s + 1]]
@@ -287,11 +311,12 @@ def _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj):
         seg = np.flatnonzero(np.concatenate([[True], p[k][1:] != p[k][:-1]]))   # where each prediction's pairs begin
         of, at = np.repeat(np.arange(seg.size), np.diff(np.append(seg, k.size))), np.arange(k.size)
         pass_free = ok[:, k] & free[:, g[k]]
-        w1 = np.maximum.reduceat(np.where(pass_free & counted[k], at, -1), seg, axis=1)       # its last free counted candidate
+        # its last free counted candidate
+        w1 = np.maximum.reduceat(np.where(pass_free & counted[k], at, -1), seg, axis=1)
         t1, s1 = np.nonzero(w1 >= 0)
         won = k[w1[t1, s1]]
         hit[t1, p[won]], free[t1, g[won]] = won, False
-        cand = (pass_free | (ok[:, k] & crowd[k])) & ~counted[k] & (w1 < 0)[:, of]        # ignored objects, for those without
+        cand = (pass_free | (ok[:, k] & crowd[k])) & ~counted[k] & (w1 < 0)[:, of]  # ignored objects, for those without
         w2 = np.maximum.reduceat(np.where(cand, at, -1), seg, axis=1)
         t2, s2 = np.nonzero(w2 >= 0)
         won = k[w2[t2, s2]]
@@ -300,7 +325,8 @@ def _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj):
 
 # %% ../nbs/07_matching.ipynb #616585ff
 def _greedy_batch(ok, iou, counted, crowd, p, g, step, n_obj):
-    "The pair each prediction took (-1: none) and whether an ignored object absorbed it: one sort when no prediction has a choice, else a step per rank"
+    ("The pair each prediction took (-1: none) and whether an ignored object absorbed it: one sort when no prediction "
+     "has a choice, else a step per rank")
     hit, absorbed, amb = _greedy_pairs(ok, counted, crowd, p, g, step.size, n_obj)
     return (hit, absorbed) if not amb.any() else _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj)
 
@@ -311,25 +337,31 @@ def _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou):
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
     shared = np.zeros(rows.size)
     if n_ign.any():
-        i, j, ov = runs_overlap(_line_starts(pr, offset), pr.objects.lengths, _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign), _cat([t.ignore[1] for t in per]))
+        i, j, ov = runs_overlap(_line_starts(pr, offset), pr.objects.lengths,
+                                _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign),
+                                _cat([t.ignore[1] for t in per]))
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
-    if line.small.any():                                                # add the small objects of each prediction's class
+    if line.small.any():  # add the small objects of each prediction's class
         sp = line.small[g]
         shared = shared + np.bincount(p[sp], inter[sp], minlength=rows.size)
         by_class = np.zeros((len(per), len(classes)), np.int64)
-        np.add.at(by_class, (line.img[line.small], np.searchsorted(classes, line.cls[line.small])), line.area[line.small])
+        np.add.at(by_class, (line.img[line.small], np.searchsorted(classes, line.cls[line.small])),
+                  line.area[line.small])
         r_area = r_area + by_class[pimg, np.searchsorted(classes, pcls)]
-    return np.where(r_area > 0, safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
+    return np.where(r_area > 0,
+                    safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
 
 # %% ../nbs/07_matching.ipynb #330a33ec
 def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
-    "Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all images at once"
+    ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
+     "images at once")
     n, fast = rows.size, numba_available()
     size = np.array([math.prod(t.shape) for t in per], np.int64)
-    offset = np.cumsum(size) - size                                     # each image gets its own stretch of one long line
+    offset = np.cumsum(size) - size  # each image gets its own stretch of one long line
     line, overlapping = _truth_line(per, offset, classes, min_region)
-    p, g, inter, p_first = (_pair_overlaps_compiled if fast else _pair_overlaps)(pr, rows, offset, line, len(per), overlapping)
+    p, g, inter, p_first = (_pair_overlaps_compiled if fast
+                            else _pair_overlaps)(pr, rows, offset, line, len(per), overlapping)
     parea, crowd = pr.area[rows], line.crowd[g]
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
     counted = ~line.crowd & ~line.small
@@ -351,12 +383,13 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     best = np.zeros(n)
     np.maximum.at(best, p[c], iou[c])
     best_iou = np.where(hit >= 0, iou[np.maximum(hit, 0)] if iou.size else 0., best[None])
-    if not strict and (np.asarray(thresholds) <= 0).any():              # IoU 0 would pass: dense matrices, image by image
+    if not strict and (np.asarray(thresholds) <= 0).any():  # IoU 0 would pass: dense matrices, image by image
         p_count = np.diff(np.append(p_first, n))
         for s in np.flatnonzero(p_count):
             at = slice(p_first[s], p_first[s] + p_count[s])
-            outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], classes, thresholds,
-                                                                                       strict, ignore_iou, area_range, min_region)
+            outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(
+                per[s], pr, rows[at], classes, thresholds,
+                strict, ignore_iou, area_range, min_region)
     return outcome, taken, best_iou, region
 
 # %% ../nbs/07_matching.ipynb #8c5b8c99
@@ -366,36 +399,43 @@ def match_images(truths,      # each image's truth (the fields of `ImageTruth`, 
                  classes,     # evaluated classes, sorted
                  thresholds,  # IoU thresholds
                  strict,      # True: a match needs IoU > t (WAD); False: IoU >= t (COCO)
-                 ignore_iou,  # True: the ignore-region overlap is an IoU (WAD); False: a fraction of the prediction's area
+                 # True: the ignore-region overlap is an IoU (WAD); False: a fraction of the prediction's area
+                 ignore_iou,
                  area_range=None, # COCO's area range (min, max) in pixels; None: all
                  min_region=0,    # Cityscapes: true objects under this many pixels join their class's ignore region
-                ) -> tuple: # outcome (T, N) int8, object taken (T, N) (position in its image's list, -1: none), IoU (T, N), region overlap (N,)
-    "Outcome, object taken and IoU of every prediction at every threshold (capped ones stay `CAPPED`), and the ignore-region overlaps"
+                 ) -> tuple: # outcome (T, N) int8, object taken (T, N) (-1: none), IoU (T, N), region overlap (N,)
+    ("Outcome, object taken and IoU of every prediction at every threshold (capped ones stay `CAPPED`), and the "
+     "ignore-region overlaps")
     T, N = len(thresholds), len(pr)
     outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
     iou, region = np.zeros((T, N)), np.zeros(N)
     rows = rank_order(pr, kept)                                              # by image, then rank in the image
-    outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(truths, pr, rows, classes, thresholds, strict,
-                                                                                   ignore_iou, area_range, min_region)
+    outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
+        truths, pr, rows, classes, thresholds, strict,
+        ignore_iou, area_range, min_region)
     return outcome, taken, iou, region
 
 # %% ../nbs/07_matching.ipynb #fc854ce6
 @kernel
 def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
-    "Pixels shared by each evaluated prediction and each object of its class it meets: prediction `rows[q]` has runs `first[rows[q]]` .. `first[rows[q] + 1] - 1` of `s, l` (sorted), class `pcls[q]`, its image at `poff[q]` on the objects' line; the object runs `t, m` are sorted by start and may overlap, `obj` their object, `ocls` each object's class: (position q, object, pixels) by position, then object"
+    ("Pixels shared by each evaluated prediction and each object of its class it meets: prediction `rows[q]` has runs "
+     "`first[rows[q]]` .. `first[rows[q] + 1] - 1` of `s, l` (sorted), class `pcls[q]`, its image at `poff[q]` on the "
+     "objects' line; the object runs `t, m` are sorted by start and may overlap, `obj` their object, `ocls` each "
+     "object's class: (position q, object, pixels) by position, then object")
     K = t.size
     reach = np.empty(K, np.int64)                           # the furthest end of the object runs up to each one
     far = 0
     for j in range(K):
         far = max(far, t[j] + m[j]); reach[j] = far
     acc, touched = np.zeros(ocls.size, np.int64), np.empty(ocls.size, np.int64)
-    P, G, I = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)   # pages never written cost no memory
+    # pages never written cost no memory
+    P, G, I = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
     n_out = 0
     for q in range(rows.size):
         n_t, lo, c = 0, 0, pcls[q]
         for r in range(first[rows[q]], first[rows[q] + 1]):
             a = s[r] + poff[q]; e = a + l[r]
-            x, b = lo, 1                                    # galloping from the previous run's place to the first object run at or after a
+            x, b = lo, 1  # galloping from the previous run's place to the first object run at or after a
             while x + b <= K and t[x + b - 1] < a: x += b; b *= 2
             y = min(x + b, K)
             while x < y:
@@ -424,18 +464,23 @@ def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
 def _pair_overlaps_compiled(pr, rows, offset, line, n_img, overlapping=False):
     "`_pair_overlaps` with `_pair_kernel`: the same pairs in the same order"
     s, l, o = pr.objects.starts, pr.objects.lengths, pr.objects.owner
-    if o.size > 1 and (o[1:] < o[:-1]).any():                          # each prediction's runs together, as `read_predictions` gives them
+    if o.size > 1 and (o[1:] < o[:-1]).any():  # each prediction's runs together, as `read_predictions` gives them
         by = pr._grouped[0]; s, l, o = s[by], l[by], o[by]
-    cells = int(np.bincount(pr.image[rows], minlength=n_img) @ line.count)  # (prediction, object) pairs of the same image: the most there can be
-    if cells > 1 << 24: return _pair_overlaps(pr, rows, offset, line, n_img, overlapping)   # beyond 16 million possible pairs: no room set aside
+    # (prediction, object) pairs of the same image: the most there can be
+    cells = int(np.bincount(pr.image[rows], minlength=n_img) @ line.count)
+    if cells > 1 << 24:
+        # beyond 16 million possible pairs: no room set aside
+        return _pair_overlaps(pr, rows, offset, line, n_img, overlapping)
     first = np.searchsorted(o, np.arange(len(pr) + 1))                 # each prediction's first run
-    p, g, inter = _pair_kernel(s, l, first, rows, pr.cls[rows], offset[pr.image[rows]], line.starts, line.lengths, line.obj, line.cls, cells)
+    p, g, inter = _pair_kernel(s, l, first, rows, pr.cls[rows], offset[pr.image[rows]], line.starts, line.lengths,
+                               line.obj, line.cls, cells)
     return p, g, inter, np.searchsorted(pr.image[rows], np.arange(n_img))
 
 # %% ../nbs/07_matching.ipynb #32a36e5b
 @kernel
 def _greedy_kernel(ok, iou, counted, crowd, p, g, n, n_obj):
-    "`_greedy_batch` as COCOeval's loop over the pairs (sorted by prediction in rank order, then object): each prediction's best free counted object, else its best ignored one"
+    ("`_greedy_batch` as COCOeval's loop over the pairs (sorted by prediction in rank order, then object): each "
+     "prediction's best free counted object, else its best ignored one")
     T, K = ok.shape
     hit, absorbed = np.full((T, n), -1, np.int64), np.zeros((T, n), np.bool_)
     for ti in range(T):
@@ -444,7 +489,7 @@ def _greedy_kernel(ok, iou, counted, crowd, p, g, n, n_obj):
         while k0 < K:
             k1 = k0
             while k1 < K and p[k1] == p[k0]: k1 += 1
-            for stage in range(2):                              # 0: counted objects; 1: ignored ones (crowd regions stay free)
+            for stage in range(2):  # 0: counted objects; 1: ignored ones (crowd regions stay free)
                 m, best = -1, 0.0
                 for k in range(k0, k1):
                     if not ok[ti, k] or counted[k] != (stage == 0) or (used[g[k]] and not crowd[k]): continue

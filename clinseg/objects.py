@@ -27,7 +27,8 @@ def _gather_runs(runs, what):
             except ValueError as e: raise ValueError(f"{what} {k}: {e}") from None
         starts.append(s); lengths.append(l)
     offsets = np.concatenate([[0], np.cumsum([s.size for s in starts], dtype=np.int64)]).astype(np.int64)
-    cat = lambda xs: np.concatenate([x for x in xs if x.size] or [np.zeros(0, np.int64)])   # empty lists are float: left out
+    # empty lists are float: left out
+    cat = lambda xs: np.concatenate([x for x in xs if x.size] or [np.zeros(0, np.int64)])
     s, l = cat(starts), cat(lengths)
     for x in (s, l):
         if first_not_whole(x) >= 0:
@@ -42,7 +43,8 @@ def _check_objects(starts, lengths, owner, size, what):
         by = np.argsort(owner, kind="stable")
         starts, lengths, owner = starts[by], lengths[by], owner[by]
     bad = (starts < 0) | (lengths <= 0) | ((starts + lengths > size) if size is not None else False)
-    bad[1:] |= (owner[1:] == owner[:-1]) & (starts[1:] < (starts + lengths)[:-1])   # unsorted or overlapping within an object
+    # unsorted or overlapping within an object
+    bad[1:] |= (owner[1:] == owner[:-1]) & (starts[1:] < (starts + lengths)[:-1])
     if bad.any():
         k = int(owner[np.argmax(bad)])
         try: check_runs_fit(starts[owner == k], lengths[owner == k], size)
@@ -54,7 +56,7 @@ class Objects:
     "The objects of one image as one set of runs: each run's 0-based start and length and the object it belongs to"
     starts: np.ndarray              # int64 run starts (0-based, in one pixel order)
     lengths: np.ndarray             # int64 run lengths (> 0)
-    owner: np.ndarray               # int64 object index (0 .. n-1) of each run; any run order, each object's own runs sorted
+    owner: np.ndarray  # int64 object index (0 .. n-1) of each run; any run order, each object's own runs sorted
     ids: np.ndarray                 # int64 id of each object (label value, row, or position)
     shape: tuple | None = None      # the image's shape, when known
     order: str | tuple = "C"        # the pixel order of the runs
@@ -100,7 +102,8 @@ class Objects:
         return not (s.size > 1 and (s[1:] < (s + l)[:-1]).any())
 
     def check(self, size=None, what="object") -> Objects:
-        "`self` when each object's runs are >= 0, > 0, inside `size` pixels (default: the shape's), sorted and not overlapping each other; else `ValueError` naming the object"
+        ("`self` when each object's runs are >= 0, > 0, inside `size` pixels (default: the shape's), sorted and not "
+         "overlapping each other; else `ValueError` naming the object")
         if size is None and self.shape is not None: size = math.prod(self.shape)
         _check_objects(self.starts, self.lengths, self.owner, size, what)
         return self
@@ -115,18 +118,21 @@ def _as_ids(ids, n):
 
 # %% ../nbs/01a_objects.ipynb #79ff33e7
 def _from_offsets(cls, starts, lengths, offsets, ids=None, shape=None, order="C", area=None) -> Objects:
-    "Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1] (`area`: each object's pixels, when the producer counted them)"
+    ("Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1] (`area`: each object's pixels, when "
+     "the producer counted them)")
     offsets = np.asarray(offsets, np.int64)
     owner = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
     shape = as_shape(shape) if shape is not None else None
     if shape is not None: pixel_axes(order, len(shape))
-    return cls(np.asarray(starts, np.int64), np.asarray(lengths, np.int64), owner, _as_ids(ids, offsets.size - 1), shape, order, area)
+    return cls(np.asarray(starts, np.int64), np.asarray(lengths, np.int64), owner, _as_ids(ids, offsets.size - 1),
+               shape, order, area)
 
 Objects.from_offsets = classmethod(_from_offsets)
 
 # %% ../nbs/01a_objects.ipynb #29390af5
 def _from_runs(cls, runs, ids=None, shape=None, order="C", what="object") -> Objects:
-    "Objects from a list of (starts, lengths), checked: whole numbers, >= 0 and > 0, sorted and disjoint within an object, inside `shape`; errors name `{what} {k}`"
+    ("Objects from a list of (starts, lengths), checked: whole numbers, >= 0 and > 0, sorted and disjoint within an "
+     "object, inside `shape`; errors name `{what} {k}`")
     s, l, offsets = _gather_runs(list(runs), what)
     return _from_offsets(cls, s, l, offsets, ids, shape, order).check(None, what)
 
@@ -137,7 +143,8 @@ def _from_masks(cls, masks, order="C") -> Objects:
     "Objects from a list of boolean masks of one shape, in pixel order `order`"
     masks, runs = list(masks), []
     for k, m in enumerate(masks):
-        if np.shape(m) != np.shape(masks[0]): raise ValueError(f"mask {k}: shape {np.shape(m)} differs from mask 0's {np.shape(masks[0])}")
+        if np.shape(m) != np.shape(masks[0]):
+            raise ValueError(f"mask {k}: shape {np.shape(m)} differs from mask 0's {np.shape(masks[0])}")
         try: runs.append(mask_to_runs(m, order))
         except (TypeError, ValueError) as e: raise type(e)(f"mask {k}: {e}") from None
     offsets = np.concatenate([[0], np.cumsum([s.size for s, _ in runs], dtype=np.int64)])
@@ -149,7 +156,8 @@ Objects.from_masks = classmethod(_from_masks)
 
 # %% ../nbs/01a_objects.ipynb #028837f5
 def _select(self, keep) -> Objects:
-    "The objects at `keep` (indices, or a boolean mask over the objects), numbered 0..m-1 in that order, ids and areas kept"
+    ("The objects at `keep` (indices, or a boolean mask over the objects), numbered 0..m-1 in that order, ids and "
+     "areas kept")
     keep = np.asarray(keep)
     idx = np.arange(len(self))[keep if keep.dtype == bool else keep.astype(np.int64)].reshape(-1)
     if np.unique(idx).size != idx.size: raise ValueError("select: an object is listed twice")
@@ -166,14 +174,17 @@ def _check_sorted_disjoint(t, f):
     "`ValueError` naming the first run of `t`..`f` that begins before the one before it ends"
     if t.size > 1 and (t[1:] < f[:-1]).any():
         k = int(np.argmax(t[1:] < f[:-1]))
-        raise ValueError(f"other run {k + 1} (start {t[k + 1]}) begins before other run {k} ends ({f[k]}): the second runs must be sorted and not overlap")
+        raise ValueError(
+            f"other run {k + 1} (start {t[k + 1]}) begins before other run {k} ends ({f[k]}): the second runs must be "
+            "sorted and not overlap")
 
 # %% ../nbs/01a_objects.ipynb #cecf164a
 def runs_overlap(starts,        # 0-based starts of the first runs (any order; may overlap each other)
                  lengths,       # their lengths
                  other_starts,  # starts of the second runs: sorted and not overlapping
                  other_lengths, # their lengths
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index into the first runs, into the second, overlap length
+                # index into the first runs, into the second, overlap length
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "Every pair of overlapping runs between two sets, with the number of pixels they share"
     s, l = as_runs(starts, lengths)
     t, m = as_runs(other_starts, other_lengths)
@@ -187,7 +198,8 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
 
 # %% ../nbs/01a_objects.ipynb #dfccd1b9
 def concat_runs(runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "All runs of a list of (starts, lengths), or of an `Objects`, as one set: starts, lengths and the mask (object) index of each run"
+    ("All runs of a list of (starts, lengths), or of an `Objects`, as one set: starts, lengths and the mask (object) "
+     "index of each run")
     if isinstance(runs, Objects): return runs.starts, runs.lengths, runs.owner
     starts, lengths = zip(*[as_runs(s, l) for s, l in runs]) if len(runs) else ((), ())
     ids = np.repeat(np.arange(len(runs)), [s.size for s in starts])
@@ -245,7 +257,8 @@ def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in on
 
 # %% ../nbs/01a_objects.ipynb #97d5b15c
 def _count_starting_before(t, lo, e, steps=4):
-    "How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search past `steps`"
+    ("How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search "
+     "past `steps`")
     t = np.append(t, np.iinfo(np.int64).max)   # a start no run reaches, at the end
     meets = t[lo] < e                          # the first step on every run, without indexing by `at`
     n = meets.astype(np.int64)
@@ -260,7 +273,8 @@ def _count_starting_before(t, lo, e, steps=4):
 # %% ../nbs/01a_objects.ipynb #b7d4c696
 @kernel
 def _walk_overlaps(s, e, t, f, lo):
-    "Every (run of s..e, run of t..f, pixels shared), from lo[k], the first run of t..f (sorted, disjoint) ending after s[k]"
+    ("Every (run of s..e, run of t..f, pixels shared), from lo[k], the first run of t..f (sorted, disjoint) ending "
+     "after s[k]")
     n = 0
     for k in range(s.size):                                # count the pairs, then write them
         j = lo[k]
@@ -282,8 +296,10 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
                  lengths,       # their lengths
                  other_starts,  # starts of the second runs: sorted and not overlapping
                  other_lengths, # their lengths
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index into the first runs, into the second, overlap length
-    "Every pair of overlapping runs between two sets, with the number of pixels they share (the compiled walk when numba is available)"
+                # index into the first runs, into the second, overlap length
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ("Every pair of overlapping runs between two sets, with the number of pixels they share (the compiled walk when "
+     "numba is available)")
     if not numba_available(): return _numpy_runs_overlap(starts, lengths, other_starts, other_lengths)
     s, l = as_runs(starts, lengths)
     t, m = as_runs(other_starts, other_lengths)
@@ -306,7 +322,8 @@ _numpy_runs_intersections = runs_intersections
 def runs_intersections(runs,        # list of masks, each as 0-based (starts, lengths), or an `Objects`
                        other_runs,  # list of masks as (starts, lengths), or an `Objects`, not overlapping each other
                       ) -> np.ndarray: # (len(runs), len(other_runs)) pixel counts shared
-    "Pixels shared by every pair of masks of two lists given as runs (the compiled walk, adding into the table, when numba is available)"
+    ("Pixels shared by every pair of masks of two lists given as runs (the compiled walk, adding into the table, when "
+     "numba is available)")
     if not numba_available(): return _numpy_runs_intersections(runs, other_runs)
     s, l, a = concat_runs(runs)
     t, m, b = concat_runs(other_runs)

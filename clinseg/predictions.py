@@ -20,7 +20,7 @@ def object_runs(obj,   # one object: a boolean mask (2-D or more) or runs (start
                 shape, # shape of its image (None: runs are only checked to be whole, sorted and disjoint)
                 order, # pixel order in which a mask becomes runs
                 what,  # name of the object in error messages, e.g. "prediction 3 (image 'a')"
-               ) -> tuple[np.ndarray, np.ndarray]: # 0-based int64 starts and lengths
+                ) -> tuple[np.ndarray, np.ndarray]: # 0-based int64 starts and lengths
     "Runs of one object given as a mask or as (starts, lengths), checked against the image"
     if isinstance(obj, np.ndarray) and obj.ndim >= 2:
         if shape is not None and obj.shape != tuple(shape):
@@ -28,7 +28,8 @@ def object_runs(obj,   # one object: a boolean mask (2-D or more) or runs (start
         return mask_to_runs(obj, order)
     if isinstance(obj, (tuple, list)) and len(obj) == 2:
         check_whole(obj[0], obj[1], what)
-        s, l = np.asarray(obj[0]).astype(np.int64, copy=False).reshape(-1), np.asarray(obj[1]).astype(np.int64, copy=False).reshape(-1)
+        s, l = (np.asarray(obj[0]).astype(np.int64, copy=False).reshape(-1),
+                np.asarray(obj[1]).astype(np.int64, copy=False).reshape(-1))
         if s.size != l.size: raise ValueError(f"{what}: {s.size} starts but {l.size} lengths")
         try: check_runs_fit(s, l, math.prod(shape) if shape is not None else None)
         except ValueError as e: raise ValueError(f"{what}: {e}") from None
@@ -47,10 +48,12 @@ class ImageTruth:
     classes: np.ndarray      # class of each object
     crowd: np.ndarray        # True for a COCO crowd region: absorbs detections of its class, never counted
     ignore: tuple            # runs of the ignore region (WAD: 65535 and group pixels)
-    area: np.ndarray = None  # each object's area for COCO's area ranges: the annotation's stored `area` (None: its pixel count)
+    # each object's area for COCO's area ranges: the annotation's stored `area` (None: its pixel count)
+    area: np.ndarray = None
 
     def __init__(self, shape, runs, classes, crowd, ignore=None, ids=None, area=None):
-        "`runs`: an `Objects`, or each object's 0-based (starts, lengths); `ids`: each object's id in the source (default: the Objects' ids, else positions)"
+        ("`runs`: an `Objects`, or each object's 0-based (starts, lengths); `ids`: each object's id in the source "
+         "(default: the Objects' ids, else positions)")
         self.shape = tuple(int(s) for s in shape)
         objects = runs if isinstance(runs, Objects) else None
         if objects is None: runs = list(runs)
@@ -60,9 +63,11 @@ class ImageTruth:
         if k >= 0: raise ValueError(f"object {k}: class {classes[k]} is not a whole number")
         self.classes = classes.astype(np.int64)
         self.crowd = np.zeros(n, bool) if crowd is None else np.asarray(crowd, bool).reshape(-1)
-        ids = (objects.ids if objects is not None else np.arange(n, dtype=np.int64)) if ids is None else np.asarray(ids, np.int64)
+        ids = ((objects.ids if objects is not None else np.arange(n, dtype=np.int64)) if ids is None
+               else np.asarray(ids, np.int64))
         self.area = None if area is None else _stored_areas(area)
-        for name, v in (("classes", self.classes), ("crowd", self.crowd), ("ids", ids)) + ((("area", self.area),) if area is not None else ()):
+        for name, v in (("classes", self.classes), ("crowd", self.crowd),
+                        ("ids", ids)) + ((("area", self.area),) if area is not None else ()):
             if len(v) != n: raise ValueError(f"{len(v)} {name} for {n} objects")
         self.objects = _truth_objects(runs, ids, self.shape)
         self.ignore = object_runs(_empty_runs() if ignore is None else ignore, self.shape, "C", "ignore region")
@@ -99,10 +104,12 @@ def _stored_areas(area):
 
 # %% ../nbs/06b_predictions.ipynb #d87691c0
 def _truth_objects(runs, ids, shape):
-    "The true objects as one `Objects` with these ids: a list of runs checked against the image, an `Objects` trusted when it has the image's shape"
+    ("The true objects as one `Objects` with these ids: a list of runs checked against the image, an `Objects` trusted "
+     "when it has the image's shape")
     if not isinstance(runs, Objects): return Objects.from_runs(runs, ids, shape, "C", "truth object")
     if runs.shape is not None and tuple(runs.shape) != shape:
-        raise ValueError(f"the objects are of a {'x'.join(map(str, runs.shape))} image, the image is {'x'.join(map(str, shape))}")
+        raise ValueError(
+            f"the objects are of a {'x'.join(map(str, runs.shape))} image, the image is {'x'.join(map(str, shape))}")
     if runs.shape is None: runs.check(math.prod(shape), "truth object")
     if runs.shape is None or not np.array_equal(ids, runs.ids):
         return Objects(runs.starts, runs.lengths, runs.owner, ids, shape, runs.order, runs.area)
@@ -110,9 +117,11 @@ def _truth_objects(runs, ids, shape):
 
 # %% ../nbs/06b_predictions.ipynb #6ac552eb
 def _checked_truth(cls, shape, objects, classes, crowd, area=None):
-    "An `ImageTruth` from parts its caller has checked: an `Objects` of this image, int64 classes, bool crowd flags, float areas (or None); no ignore region"
+    ("An `ImageTruth` from parts its caller has checked: an `Objects` of this image, int64 classes, bool crowd flags, "
+     "float areas (or None); no ignore region")
     t = cls.__new__(cls)
-    t.shape, t.objects, t.classes, t.crowd, t.area, t.ignore = tuple(shape), objects, classes, crowd, area, _empty_runs()
+    t.shape, t.objects, t.classes, t.crowd, t.area, t.ignore = (tuple(shape), objects, classes, crowd, area,
+                                                                _empty_runs())
     return t
 
 ImageTruth.checked = classmethod(_checked_truth)
@@ -135,35 +144,43 @@ def _checked_objects(runs, shape, order):
     "One `Objects` from runs each already checked against the image (by `object_runs`)"
     n = np.array([s.size for s, _ in runs], np.int64)
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    return Objects.from_offsets(cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)]), None, shape, order)
+    return Objects.from_offsets(cat([s for s, _ in runs]), cat([l for _, l in runs]),
+                                np.concatenate([[0], np.cumsum(n)]), None, shape, order)
 
 # %% ../nbs/06b_predictions.ipynb #8eaac186
-def image_truth(objects,      # label image (integers, 0 = background), an `Objects`, or a list of boolean masks or of runs (starts, lengths)
-                classes,      # class of the objects: one number for all, a dict {id: class}, or a sequence aligned with the objects
+def image_truth(objects,      # label image (integers, 0: background), `Objects`, or a list of boolean masks or of runs
+                # class of the objects: one number for all, a dict {id: class}, or a sequence aligned with the objects
+                classes,
                 ignore=None,  # ignore region: boolean mask or runs (e.g. WAD's 65535 pixels)
                 crowd=None,   # crowd flags (COCO `iscrowd`): a bool, a dict {id: bool} or a sequence
                 shape=None,   # image shape; needed when every object is given as runs
-                order="C",    # pixel order in which masks are turned into runs (all runs of a dataset must share it; an `Objects` has its own)
-                area=None,    # COCO's stored `area` of each object, for area ranges: a sequence or a dict {id: area}; None: pixel counts
-               ) -> ImageTruth:
+                order="C",    # pixel order of the runs made from masks (one per dataset; an `Objects` has its own)
+                area=None,    # COCO's stored `area` per object, for area ranges: a list or {id: area}; None: counted
+                ) -> ImageTruth:
     "The true objects of one image as an `ImageTruth`"
     if isinstance(objects, Objects):
         shape, order, objs = objects.shape if shape is None else shape, objects.order, objects
         if shape is None: raise ValueError("an Objects without a shape: pass the image's shape=(height, width)")
     elif isinstance(objects, np.ndarray):
         if objects.dtype == bool or objects.dtype.kind not in "iu":
-            raise TypeError(f"a label image must hold integers (0 = background), not {objects.dtype}: pass a list for boolean masks")
+            raise TypeError(
+                f"a label image must hold integers (0 = background), not {objects.dtype}: pass a list for boolean "
+                "masks")
         shape, objs = objects.shape, label_objects(objects, order)
     else:
         objects = list(objects)
         if shape is None:
-            shapes = {o.shape for o in objects if isinstance(o, np.ndarray)} | ({np.shape(ignore)} if isinstance(ignore, np.ndarray) else set())
+            shapes = ({o.shape for o in objects if isinstance(o, np.ndarray)}
+                      | ({np.shape(ignore)} if isinstance(ignore, np.ndarray) else set()))
             if len(shapes) > 1: raise ValueError(f"masks of different shapes: {sorted(shapes)}")
             if not shapes: raise ValueError("objects given as runs: pass the image's shape=(height, width)")
             shape = shapes.pop()
-        objs = _checked_objects([object_runs(o, shape, order, f"object {k}") for k, o in enumerate(objects)], shape, order)
+        objs = _checked_objects([object_runs(o, shape, order, f"object {k}") for k, o in enumerate(objects)], shape,
+                                order)
     shape = tuple(int(s) for s in shape)
-    ign = _empty_runs() if ignore is None else object_runs(np.asarray(ignore) if isinstance(ignore, np.ndarray) else ignore, shape, order, "ignore region")
+    ign = (_empty_runs() if ignore is None
+           else object_runs(np.asarray(ignore) if isinstance(ignore, np.ndarray) else ignore, shape, order,
+                            "ignore region"))
     ids = objs.ids
     return ImageTruth(shape, objs, _per_object(classes, ids, "classes"), _per_object(crowd, ids, "crowd"), ign, ids,
                       _per_object(area, ids, "area"))
@@ -175,8 +192,10 @@ class Predictions:
     image: np.ndarray        # position of each prediction's image in the image order
     cls: np.ndarray          # class
     conf: np.ndarray         # confidence
-    objects: Objects         # every prediction's runs (0-based, each in its own image's pixels), owner = the prediction, with the areas
-    range_area: np.ndarray = None  # area judged by COCO's area range: the record's "area" when given, else the pixel count
+    # every prediction's runs (0-based, each in its own image's pixels), owner = the prediction, with the areas
+    objects: Objects
+    # area judged by COCO's area range: the record's "area" when given, else the pixel count
+    range_area: np.ndarray = None
 
     def __post_init__(self):
         if self.range_area is None: self.range_area = self.area.astype(float)
@@ -193,18 +212,21 @@ class Predictions:
         return by, np.searchsorted(m[by], np.arange(len(self) + 1))
 
     def select(self, rows) -> Objects:
-        "The runs of the predictions `rows` as an `Objects`, numbered 0 .. len(rows) - 1 in that order (only their runs are read)"
+        ("The runs of the predictions `rows` as an `Objects`, numbered 0 .. len(rows) - 1 in that order (only their "
+         "runs are read)")
         by, first = self._grouped
         n = first[rows + 1] - first[rows]
         at = by[np.repeat(first[rows] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))]
         o = self.objects
-        return Objects(o.starts[at], o.lengths[at], np.repeat(np.arange(len(rows)), n), o.ids[rows], None, o.order, self.area[rows])
+        return Objects(o.starts[at], o.lengths[at], np.repeat(np.arange(len(rows)), n), o.ids[rows], None, o.order,
+                       self.area[rows])
 
 # %% ../nbs/06b_predictions.ipynb #1feabb56
 def _prediction_fields(rec, k):
     "(image, class, confidence, object) of one prediction record"
     if isinstance(rec, dict):
-        missing = [f for f in ("image", "class", "confidence") if f not in rec] + ([] if "runs" in rec or "mask" in rec else ["mask or runs"])
+        missing = ([f for f in ("image", "class", "confidence") if f not in rec]
+                   + ([] if "runs" in rec or "mask" in rec else ["mask or runs"]))
         if missing: raise ValueError(f"prediction {k}: no {missing[0]!r} field")
         return rec["image"], rec["class"], rec["confidence"], rec["runs"] if "runs" in rec else rec["mask"]
     if not isinstance(rec, (tuple, list)) or len(rec) != 4:
@@ -214,7 +236,8 @@ def _prediction_fields(rec, k):
 # %% ../nbs/06b_predictions.ipynb #47e9a367
 def _is_runs(obj):
     "True for runs given as a tuple of two 1-D arrays (checked later, all at once)"
-    return type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray and obj[0].ndim == obj[1].ndim == 1
+    return (type(obj) is tuple and len(obj) == 2 and type(obj[0]) is np.ndarray and type(obj[1]) is np.ndarray
+            and obj[0].ndim == obj[1].ndim == 1)
 
 # %% ../nbs/06b_predictions.ipynb #77ef7c01
 def _numbers(values, what):
@@ -228,7 +251,8 @@ def _numbers(values, what):
 
 # %% ../nbs/06b_predictions.ipynb #e7c16994
 def _check_all_runs(runs, sizes, records, shapes, order):
-    "Check every prediction's runs in one pass (on a problem, name the first bad prediction); all runs concatenated, with their owner"
+    ("Check every prediction's runs in one pass (on a problem, name the first bad prediction); all runs concatenated, "
+     "with their owner")
     n = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
     bad = np.flatnonzero(n != np.fromiter((len(r[1]) for r in runs), np.int64, len(runs)))
     if not bad.size:
@@ -249,10 +273,11 @@ def _check_all_runs(runs, sizes, records, shapes, order):
     raise ValueError(f"prediction {k} (image {im!r}): invalid runs")
 
 # %% ../nbs/06b_predictions.ipynb #1d5bc1f6
-def read_predictions(records,   # (image id, class, confidence, mask or runs) tuples, or dicts with those fields (and `area`)
-                     shapes,    # {image id: image shape}, in the image order (a prediction's `image` is its image's position)
+def read_predictions(records,   # (image id, class, confidence, mask or runs) tuples, or dicts of those (and `area`)
+                     # {image id: image shape}, in the image order (a prediction's `image` is its image's position)
+                     shapes,
                      order="C", # pixel order in which masks become runs
-                    ) -> Predictions:
+                     ) -> Predictions:
     "Every prediction record checked against its image and turned into columns; an error names the record"
     position = {k: i for i, k in enumerate(shapes)}
     img, cls, conf, runs, given = [], [], [], [], {}
@@ -276,11 +301,12 @@ def read_predictions(records,   # (image id, class, confidence, mask or runs) tu
     s, l, owner = _check_all_runs(runs, sizes[img], records, shapes, order)
     area = np.bincount(owner, l, minlength=len(runs)).astype(np.int64)
     range_area = area.astype(float)
-    for k, a in given.items():                                   # COCO: what loadRes stored (pixel count, or w*h of a bbox)
+    for k, a in given.items():  # COCO: what loadRes stored (pixel count, or w*h of a bbox)
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.number)) or not 0 <= a < np.inf:
             raise ValueError(f"prediction {k}: area {a!r} is not a number >= 0")
         range_area[k] = a
-    return Predictions(img, cls.astype(np.int64), conf, Objects(s, l, owner, np.arange(len(runs)), None, order, area), range_area)
+    return Predictions(img, cls.astype(np.int64), conf, Objects(s, l, owner, np.arange(len(runs)), None, order, area),
+                       range_area)
 
 # %% ../nbs/06b_predictions.ipynb #71f0de11
 def rank_order(pr,   # `Predictions`

@@ -23,12 +23,13 @@ __all__ = ['CONVENTIONS', 'RUN_NUMBER_LIMIT', 'Convention', 'get_convention', 'r
            'runs_intersections', 'overlapping_pairs', 'find_overlaps']
 
 # %% ../nbs/02_rle.ipynb #5dab018d
-# the names of Masks and runs and of Objects and overlaps stay importable from here (`from clinseg.rle import *`, `clinseg.rle.mask_to_runs`)
+# the names of Masks and runs and of Objects and overlaps stay importable from here (`from clinseg.rle import *`,
+# `clinseg.rle.mask_to_runs`)
 _all_ = ['pixel_axes', 'as_bool_mask', 'textbook_runs', 'mask_to_runs', 'mask_to_bounds', 'pixels_to_mask',
-          'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS',
-          'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
-          'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs',
-          'find_overlaps']
+         'as_shape', 'as_runs', 'check_runs_fit', 'runs_to_mask', 'first_not_whole', 'MAX_MASK_PIXELS',
+         'whole_number', 'mask_size', 'check_whole', 'RLEError', 'merge_touching_runs', 'runs_to_pixels',
+         'reorder_runs', 'Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs',
+         'find_overlaps']
 
 # %% ../nbs/02_rle.ipynb #72346aa2
 @dataclass(frozen=True)
@@ -41,25 +42,37 @@ class Convention:
     empty: str = "field"       # an empty mask is an empty 'field', or there is 'no row'
     merge_touching: bool = False # runs that touch (`1 2 3 1`) are an error: they must be merged
     note: str = ""             # where the convention comes from
-    parse_text: Callable | None = None  # a text form other than start/length pairs: (text, shape or None) -> 0-based (starts, lengths) in `order`
-    format_text: Callable | None = None # its writer: (starts, lengths, size) -> text; `format_runs` knows no size and passes None
+    # a text form other than start/length pairs: (text, shape or None) -> 0-based (starts, lengths) in `order`
+    parse_text: Callable | None = None
+    # its writer: (starts, lengths, size) -> text; `format_runs` knows no size and passes None
+    format_text: Callable | None = None
     text_form: str = "start/length pairs" # what the text holds, for the repr: e.g. 'COCO counts'
-    relative: bool = False     # each start after the first is the gap since the previous run ended (SIIM-ACR); the first is absolute
+    # each start after the first is the gap since the previous run ended (SIIM-ACR); the first is absolute
+    relative: bool = False
     empty_text: str = ""       # the field of an empty mask: '' or SIIM-ACR's '-1' (then an empty field is an error)
     leading_space: bool = False # one space before the text is allowed and ignored (SIIM-ACR's ' -1')
-    encode_mask: Callable | None = None # optional shortcut of `mask_to_runs` + `format_text`: (mask, order) -> the same text, or None to take that way
-    decode_text: Callable | None = None # optional shortcut of `parse_text` + `runs_to_mask`: (text, shape) -> the same pixels in `order` (flat), or None to take that way
+    # optional shortcut of `mask_to_runs` + `format_text`: (mask, order) -> the same text, or None to take that way
+    encode_mask: Callable | None = None
+    # optional shortcut of `parse_text` + `runs_to_mask`: (text, shape) -> the pixels in `order` (flat), or None
+    decode_text: Callable | None = None
 
     def __post_init__(self):
         if self.base not in (0, 1): raise ValueError(f"base must be 0 or 1, not {self.base!r}")
-        if self.empty not in ("field", "no row"): raise ValueError(f"empty must be 'field' or 'no row', not {self.empty!r}")
-        pixel_axes(self.order, 0 if isinstance(self.order, str) else len(self.order))   # 'C', 'F' or a permutation of axes
-        if (self.parse_text is None) != (self.format_text is None): raise ValueError("parse_text and format_text come together: a text form needs its reader and its writer")
-        if self.empty_text and self.empty == "no row": raise ValueError("empty_text is the field of an empty mask: it needs empty='field'")
-        if self.empty_text.strip() != self.empty_text or (self.empty_text and re.fullmatch(r"[0-9 |]+", self.empty_text)): raise ValueError(f"empty_text {self.empty_text!r} could be read as runs")
+        if self.empty not in ("field", "no row"):
+            raise ValueError(f"empty must be 'field' or 'no row', not {self.empty!r}")
+        # 'C', 'F' or a permutation of axes
+        pixel_axes(self.order, 0 if isinstance(self.order, str) else len(self.order))
+        if (self.parse_text is None) != (self.format_text is None):
+            raise ValueError("parse_text and format_text come together: a text form needs its reader and its writer")
+        if self.empty_text and self.empty == "no row":
+            raise ValueError("empty_text is the field of an empty mask: it needs empty='field'")
+        if (self.empty_text.strip() != self.empty_text
+            or (self.empty_text and re.fullmatch(r"[0-9 |]+", self.empty_text))):
+            raise ValueError(f"empty_text {self.empty_text!r} could be read as runs")
 
     def __repr__(self):
-        order = {"C": "row-major", "F": "column-major"}[self.order.upper()] if isinstance(self.order, str) else f"axes {self.order}"
+        order = ({"C": "row-major", "F": "column-major"}[self.order.upper()] if isinstance(self.order, str)
+                 else f"axes {self.order}")
         if self.parse_text is not None: return f"Convention({self.name!r}: {self.text_form}, {order})"
         pairs = "'s l|s l|'" if self.bar else "'s l s l'"
         starts = ", relative starts" if self.relative else ""
@@ -72,11 +85,13 @@ CONVENTIONS = {
     "wad2018": Convention("wad2018", "C", 0, bar=True, empty="no row", merge_touching=True,
                           note="CVPR 2018 WAD: row-major, 0-based, `s l|` after every pair, no row for an empty mask"),
     "neopolyp": Convention("neopolyp", "C", 1,
-                           note="BKAI NeoPolyp as graded: row-major (the text says column-major), 1-based, empty field"),
+                           note="BKAI NeoPolyp as graded: row-major (the text says column-major), 1-based, empty "
+                                "field"),
     "dsb2018": Convention("dsb2018", "F", 1, empty="no row",
                           note="DSB 2018: column-major, 1-based, no row for an empty mask"),
     "uw_madison": Convention("uw_madison", "C", 1,
-                             note="UW-Madison GI Tract 2022 as graded: row-major (the text says column-major), 1-based, empty field"),
+                             note="UW-Madison GI Tract 2022 as graded: row-major (the text says column-major), "
+                                  "1-based, empty field"),
     "hubmap": Convention("hubmap", "F", 1,
                          note="HuBMAP Kidney 2020-21: column-major (text and code agree), 1-based, empty field"),
 }
@@ -85,14 +100,19 @@ CONVENTIONS = {
 def get_convention(convention) -> Convention:
     "A `Convention` from itself or from a preset's name"
     if isinstance(convention, Convention): return convention
-    if type(convention) is str and convention in CONVENTIONS: return CONVENTIONS[convention]   # a preset's exact name: at once
+    if type(convention) is str and convention in CONVENTIONS:
+        return CONVENTIONS[convention]   # a preset's exact name: at once
     try: return CONVENTIONS[str(convention).lower()]
-    except KeyError: raise ValueError(f"unknown convention {convention!r}: use one of {', '.join(CONVENTIONS)} or a Convention") from None
+    except KeyError:
+        raise ValueError(
+            f"unknown convention {convention!r}: use one of {', '.join(CONVENTIONS)} or a Convention") from None
 
 # %% ../nbs/02_rle.ipynb #22718de2
 def register_convention(convention: Convention) -> Convention:
-    "Add `convention` to `CONVENTIONS` under its lowercase name (replacing one of that name), so every function taking a preset's name knows it"
-    if not isinstance(convention, Convention): raise TypeError(f"expected a Convention, not {type(convention).__name__}")
+    ("Add `convention` to `CONVENTIONS` under its lowercase name (replacing one of that name), so every function "
+     "taking a preset's name knows it")
+    if not isinstance(convention, Convention):
+        raise TypeError(f"expected a Convention, not {type(convention).__name__}")
     CONVENTIONS[convention.name.lower()] = convention
     return convention
 
@@ -106,7 +126,8 @@ def _check_pairs(starts, lengths, c, shape):
     "Raise `RLEError` for the first pair that breaks the rules"
     def first(bad): return int(np.flatnonzero(bad)[0])
     def at(i):   # a start as messages name it: its pixel, and for relative starts the gap the text wrote
-        return f"{starts[i] + c.base}" if not c.relative or i == 0 else f"{starts[i] + c.base} (gap {starts[i] - starts[i - 1] - lengths[i - 1]})"
+        return (f"{starts[i] + c.base}" if not c.relative or i == 0
+                else f"{starts[i] + c.base} (gap {starts[i] - starts[i - 1] - lengths[i - 1]})")
     if (starts < 0).any():
         i = first(starts < 0)
         raise RLEError(f"pair {i}: start {at(i)} in a {c.base}-based convention (pixels are numbered from {c.base})")
@@ -118,13 +139,18 @@ def _check_pairs(starts, lengths, c, shape):
         prev_end = ends[:-1]
         if (starts[1:] < starts[:-1]).any():
             i = first(starts[1:] < starts[:-1]) + 1
-            raise RLEError(f"pair {i}: start {starts[i] + c.base} comes before the previous start {starts[i - 1] + c.base} (pairs must be sorted)")
+            raise RLEError(
+                f"pair {i}: start {starts[i] + c.base} comes before the previous start {starts[i - 1] + c.base} (pairs "
+                "must be sorted)")
         if (starts[1:] < prev_end).any():
             i = first(starts[1:] < prev_end) + 1
-            raise RLEError(f"pair {i}: overlaps pair {i - 1} (pixels {starts[i] + c.base} to {min(prev_end[i - 1], ends[i]) - 1 + c.base} are listed twice)")
+            raise RLEError(
+                f"pair {i}: overlaps pair {i - 1} (pixels {starts[i] + c.base} to "
+                f"{min(prev_end[i - 1], ends[i]) - 1 + c.base} are listed twice)")
         if c.merge_touching and (starts[1:] == prev_end).any():
             i = first(starts[1:] == prev_end) + 1
-            raise RLEError(f"pair {i}: touches pair {i - 1} (a run starting where the previous one ends must be merged into it)")
+            raise RLEError(
+                f"pair {i}: touches pair {i - 1} (a run starting where the previous one ends must be merged into it)")
     if shape is not None:
         size = math.prod(shape)
         if (starts >= size).any():
@@ -132,7 +158,8 @@ def _check_pairs(starts, lengths, c, shape):
             raise RLEError(f"pair {i}: start {at(i)} is beyond the {_size_text(shape)} image ({size} pixels)")
         if (ends > size).any():
             i = first(ends > size)
-            raise RLEError(f"pair {i}: run {at(i)}+{lengths[i]} ends beyond the {_size_text(shape)} image ({size} pixels)")
+            raise RLEError(
+                f"pair {i}: run {at(i)}+{lengths[i]} ends beyond the {_size_text(shape)} image ({size} pixels)")
 
 # %% ../nbs/02_rle.ipynb #4400c40b
 def textbook_format(starts,  # valid 0-based run starts (int64)
@@ -148,12 +175,14 @@ def textbook_format(starts,  # valid 0-based run starts (int64)
 # %% ../nbs/02_rle.ipynb #15f965ad
 def format_runs(starts,      # 0-based run starts, sorted
                 lengths,     # their lengths, positive
-                convention,  # a `Convention` or a preset's name (COCO's counts need the image's size: use `encode` or `coco_string`)
-               ) -> str:     # the run-length string ("" for no runs)
+                # a `Convention` or a preset's name (COCO's counts need the image's size: use `encode` or `coco_string`)
+                convention,
+                ) -> str:     # the run-length string ("" for no runs)
     "Text of 0-based runs in `convention`; runs the convention forbids raise `RLEError`"
     c = get_convention(convention)
     starts, lengths = as_runs(starts, lengths)
-    if c.format_text is not None: return c.format_text(starts, lengths, None)   # a text form of its own, e.g. COCO's counts
+    if c.format_text is not None:
+        return c.format_text(starts, lengths, None)   # a text form of its own, e.g. COCO's counts
     _check_pairs(starts, lengths, c, None)
     return _format_runs(starts, lengths, c)
 
@@ -176,13 +205,17 @@ def _diagnose(text, c):
     def pair_at(pos): return max(_count_numbers(text[:pos]) - 1, 0) // 2  # the pair a character follows
     odd = re.search(r"[\r\n\t\v\f]", text)
     if odd:
-        what = "carriage return (\\r, left by Windows line endings)" if odd.group() == "\r" else f"whitespace character {odd.group()!r}"
+        what = ("carriage return (\\r, left by Windows line endings)" if odd.group() == "\r"
+                else f"whitespace character {odd.group()!r}")
         raise RLEError(f"pair {pair_at(odd.start())}: stray {what}")
     if text.startswith(" "): raise RLEError("pair 0: leading space")
-    if text.endswith(" "): raise RLEError(f"pair {(_count_numbers(text) - 1) // 2}: trailing space after the last number")
+    if text.endswith(" "):
+        raise RLEError(f"pair {(_count_numbers(text) - 1) // 2}: trailing space after the last number")
     if c.bar:
         if text.startswith("|"): raise RLEError("pair 0: a leading '|' (bars go after each pair)")
-        if not text.endswith("|"): raise RLEError(f"pair {text.count('|')}: missing '|' after the last pair (WAD wants `s l|` after every pair)")
+        if not text.endswith("|"):
+            raise RLEError(
+                f"pair {text.count('|')}: missing '|' after the last pair (WAD wants `s l|` after every pair)")
         groups = text[:-1].split("|")
         words = []
         for i, g in enumerate(groups):
@@ -197,23 +230,29 @@ def _diagnose(text, c):
         if not _DIGITS.fullmatch(w):
             if w.startswith("-") and _DIGITS.fullmatch(w[1:]): raise RLEError(f"pair {i // 2}: {what} {w} is negative")
             raise RLEError(f"pair {i // 2}: {what} {w!r} is not a whole number")
-        if len(w.lstrip("0")) > 40: raise RLEError(f"pair {i // 2}: {what} {w[:20]}... ({len(w)} digits) is too large")   # not shown whole, nor given to int()
-    if len(words) % 2: raise RLEError(f"pair {len(words) // 2}: odd count of numbers ({len(words)}): start {words[-1]} has no length")
+        if len(w.lstrip("0")) > 40:
+            # not shown whole, nor given to int()
+            raise RLEError(f"pair {i // 2}: {what} {w[:20]}... ({len(w)} digits) is too large")
+    if len(words) % 2:
+        raise RLEError(f"pair {len(words) // 2}: odd count of numbers ({len(words)}): start {words[-1]} has no length")
     return words
 
 # %% ../nbs/02_rle.ipynb #abb0501e
 def textbook_numbers(text, c) -> np.ndarray:
-    "All numbers of `text` in convention `c`, read word by word (Python ints: no overflow); `RLEError` naming the first bad word"
+    ("All numbers of `text` in convention `c`, read word by word (Python ints: no overflow); `RLEError` naming the "
+     "first bad word")
     return np.array([int(w) for w in _diagnose(text, c)], dtype=object)
 
 # %% ../nbs/02_rle.ipynb #cc8d6305
-RUN_NUMBER_LIMIT = 1 << 62   # every number of a run-length text is below it: numpy saturates larger numbers to the int64 maximum, so they are caught before arithmetic
+# every number of a run-length text is below it: numpy saturates larger numbers to the int64 maximum, so they are caught
+# before arithmetic
+RUN_NUMBER_LIMIT = 1 << 62
 
 # %% ../nbs/02_rle.ipynb #58054315
 def parse_runs(text,            # the run-length string
                convention,      # a `Convention` or a preset's name
                shape=None,      # the mask's shape, to check that runs stay inside it
-              ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths`
+               ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths`
     "Validated 0-based runs of `text`; raises `RLEError` naming the pair and the problem"
     c = get_convention(convention)
     if shape is not None: shape = as_shape(shape)
@@ -229,8 +268,11 @@ def parse_runs(text,            # the run-length string
     nums = nums.astype(np.int64)
     starts, lengths = nums[0::2] - c.base, nums[1::2]
     if c.relative:
-        far = np.flatnonzero(np.cumsum(nums.astype(np.float64)) >= RUN_NUMBER_LIMIT)   # gaps and lengths adding up past int64's range
-        if far.size: raise RLEError(f"pair {int(far[0]) // 2}: start is too large (the gaps and lengths before it add up past 2**62)")
+        # gaps and lengths adding up past int64's range
+        far = np.flatnonzero(np.cumsum(nums.astype(np.float64)) >= RUN_NUMBER_LIMIT)
+        if far.size:
+            raise RLEError(
+                f"pair {int(far[0]) // 2}: start is too large (the gaps and lengths before it add up past 2**62)")
         starts = relative_to_absolute(nums[0::2], lengths, c.base)
     _check_pairs(starts, lengths, c, shape)
     return starts, lengths
@@ -239,7 +281,8 @@ def parse_runs(text,            # the run-length string
 def _not_text(text):
     "Why `text` is not a run-length string, with the usual fix"
     hint = {bytes: ": decode it first, text.decode('ascii')",
-            float: ": pandas reads an empty field as NaN (read with keep_default_na=False, or use '' for an empty mask)"}
+            float: ": pandas reads an empty field as NaN (read with keep_default_na=False, or use '' for an empty "
+                   "mask)"}
     return f"expected a string, got {type(text).__name__} {text!r:.40}{hint.get(type(text), '')}"
 
 # %% ../nbs/02_rle.ipynb #449fed26
@@ -248,7 +291,8 @@ def encode(mask,        # boolean or 0/1 array (2-D image or 3-D volume), any me
           ) -> str:     # the run-length string ("" for an empty mask)
     "Run-length string of `mask` in `convention`"
     c = get_convention(convention)
-    if c.encode_mask is not None and (text := c.encode_mask(mask, c.order)) is not None: return text   # straight from the mask (COCO's counts)
+    if c.encode_mask is not None and (text := c.encode_mask(mask, c.order)) is not None:
+        return text   # straight from the mask (COCO's counts)
     if c.format_text is not None:   # a text form of its own (COCO's counts), written from the runs and the mask's size
         m = as_bool_mask(mask)
         return c.format_text(*mask_to_runs(m, c.order), m.size)
@@ -279,7 +323,8 @@ def transcode(text,   # run-length string in `src`
     starts, lengths = parse_runs(text, s, shape)
     starts, lengths = reorder_runs(starts, lengths, shape, s.order, d.order)
     if d.format_text is not None: return d.format_text(starts, lengths, math.prod(shape))
-    if d.merge_touching: starts, lengths = merge_touching_runs(starts, lengths)   # runs `src` lets touch are one run in `dst`
+    if d.merge_touching:
+        starts, lengths = merge_touching_runs(starts, lengths)   # runs `src` lets touch are one run in `dst`
     return _format_runs(starts, lengths, d)
 
 # %% ../nbs/02_rle.ipynb #b5b7be2e
@@ -314,12 +359,15 @@ def clean_text(text,        # the field as read from the CSV
 
 # %% ../nbs/02_rle.ipynb #fb024e33
 register_convention(Convention("siim_acr", "F", 0, relative=True, empty_text="-1", leading_space=True,
-                               note="SIIM-ACR Pneumothorax 2019: column-major, first start 0-based, later starts relative to the previous run's end, '-1' (or ' -1') for an empty mask"))
+                               note="SIIM-ACR Pneumothorax 2019: column-major, first start 0-based, later starts "
+                                    "relative to the previous run's end, '-1' (or ' -1') for an empty mask"))
 
 # %% ../nbs/02_rle.ipynb #d73282a0
 def faulty_hw2_sample_encode(label) -> str:
-    "TEACHING ONLY: the course's sample encoder (`retrieve_pred_str`), which always drops the last run: a run is written at the next gap"
-    idx = np.where(np.asarray(label).flatten() == 1)[0]   # foreground voxels in C order (a voxel counts when it equals 1)
+    ("TEACHING ONLY: the course's sample encoder (`retrieve_pred_str`), which always drops the last run: a run is "
+     "written at the next gap")
+    # foreground voxels in C order (a voxel counts when it equals 1)
+    idx = np.where(np.asarray(label).flatten() == 1)[0]
     words = []
     if idx.size > 0:
         start = prev = int(idx[0]); count = 1
@@ -333,7 +381,8 @@ def faulty_hw2_sample_encode(label) -> str:
 
 # %% ../nbs/02_rle.ipynb #2c95df41
 def faulty_neopolyp_sample_decode(text, shape) -> np.ndarray:
-    "TEACHING ONLY: NeoPolyp's sample decoder: reads 1-based pairs, then reshapes and transposes (a column-major decoder)"
+    ("TEACHING ONLY: NeoPolyp's sample decoder: reads 1-based pairs, then reshapes and transposes (a column-major "
+     "decoder)")
     h, w = shape
     flat = np.zeros(h * w, bool)
     nums = [int(x) for x in text.split()]
@@ -360,7 +409,8 @@ def _draw_order(ax, mask, order, base=1):
     ax.set_xticks(np.arange(w + 1) - 0.5, minor=True); ax.set_yticks(np.arange(h + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="white", lw=2); ax.tick_params(which="both", length=0, labelsize=7)
     name = {"C": "row-major (C): left to right, then down", "F": "column-major (F): top to bottom, then right"}[order]
-    ax.set_title(f"{name}\nruns {', '.join(f'{s + base}+{l}' for s, l in zip(starts, lengths)) or 'none'} (1-based)", fontsize=9)
+    ax.set_title(f"{name}\nruns {', '.join(f'{s + base}+{l}' for s, l in zip(starts, lengths)) or 'none'} (1-based)",
+                 fontsize=9)
 
 # %% ../nbs/02_rle.ipynb #d989998e
 def rle_table(mask) -> str:
@@ -370,7 +420,7 @@ def rle_table(mask) -> str:
 # %% ../nbs/02_rle.ipynb #4e947f52
 def plot_rle(mask,      # small 2-D boolean mask
              figsize=None, # matplotlib figure size
-            ):
+             ):
     "Figure of `mask` numbered and walked in row-major and column-major order, with every preset's string"
     import matplotlib.pyplot as plt
     mask = as_bool_mask(mask)
@@ -379,7 +429,8 @@ def plot_rle(mask,      # small 2-D boolean mask
                                    figsize=figsize or (max(7, 1.3 * w), 0.8 * h + 2.2))
     _draw_order(axes["C"], mask, "C"); _draw_order(axes["F"], mask, "F")
     axes["text"].axis("off")
-    axes["text"].text(0.02, 0.95, rle_table(mask), va="top", family="monospace", fontsize=9, transform=axes["text"].transAxes)
+    axes["text"].text(0.02, 0.95, rle_table(mask), va="top", family="monospace", fontsize=9,
+                      transform=axes["text"].transAxes)
     return fig
 
 # %% ../nbs/02_rle.ipynb #69ba8cfa
@@ -442,7 +493,8 @@ def _format_runs(starts, lengths, c):
 # %% ../nbs/02_rle.ipynb #02a48f53
 @kernel
 def _decimal_numbers(b, bar, limit):
-    "The numbers of well-formed decimal text (`a b c d`, or `a b|c d|` with `bar`), all below `limit`; ok False for anything else"
+    ("The numbers of well-formed decimal text (`a b c d`, or `a b|c d|` with `bar`), all below `limit`; ok False for "
+     "anything else")
     out = np.empty(b.size // 2 + 1, np.int64)
     cap = limit // 10
     m = x = digits = 0
@@ -473,7 +525,8 @@ def _numbers(text, c):
         if ok: return nums                                 # else the checks below name the fault
     fast = (not raw.translate(None, _ALLOWED[c.bar]) and raw[:1] not in b" |" and raw[-1:] != b" " and b"  " not in raw
             and (not c.bar or (raw.endswith(b"|") and b"||" not in raw and b" |" not in raw and b"| " not in raw
-                               and raw.translate(None, b"0123456789") == b" |" * raw.count(b"|"))))  # exactly `s l|` per pair
+                               # exactly `s l|` per pair
+                               and raw.translate(None, b"0123456789") == b" |" * raw.count(b"|"))))
     if fast:
         nums = np.fromstring(text.replace("|", " ") if c.bar else text, dtype=np.int64, sep=" ")
         if c.bar and raw.count(b"|") * 2 != nums.size: fast = False   # e.g. `1 2 3|`: pairs and bars disagree

@@ -17,7 +17,8 @@ __all__ = ['MAX_MASK_PIXELS', 'pixel_axes', 'as_bool_mask', 'textbook_runs', 'as
 def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
                ndim,  # number of axes of the mask
               ) -> tuple: # the axes from the slowest-changing to the fastest
-    "Axis order from slowest to fastest for `order`: `mask.transpose(pixel_axes(order, mask.ndim))` lists the pixels in `order`"
+    ("Axis order from slowest to fastest for `order`: `mask.transpose(pixel_axes(order, mask.ndim))` lists the pixels "
+     "in `order`")
     if isinstance(order, str):
         o = order.upper()
         if o == "C": return tuple(range(ndim))
@@ -29,12 +30,15 @@ def pixel_axes(order, # 'C' (row-major), 'F' (column-major) or a tuple of axes, 
 
 # %% ../nbs/01_runs.ipynb #7ba51b13
 def as_bool_mask(mask) -> np.ndarray:
-    "`mask` (boolean or 0/1 numbers) as a boolean array, without copying a bool or 0/1 uint8 array; `ValueError` for other values"
+    ("`mask` (boolean or 0/1 numbers) as a boolean array, without copying a bool or 0/1 uint8 array; `ValueError` for "
+     "other values")
     a = np.asarray(mask)
     if a.dtype == bool: return a
     if a.dtype.kind not in "biuf": raise TypeError(f"a mask must be boolean or 0/1 numbers, not {a.dtype}")
     if a.size and not np.isin(np.unique(a[a != 0]) if a.dtype.kind == "f" else [a.min(), a.max()], [0, 1]).all():
-        raise ValueError(f"a mask must hold only 0 and 1, found values from {a.min()} to {a.max()}: pass `labels == k` for one label")
+        raise ValueError(
+            f"a mask must hold only 0 and 1, found values from {a.min()} to {a.max()}: pass `labels == k` for one "
+            "label")
     return a.view(bool) if a.dtype.kind in "iu" and a.dtype.itemsize == 1 else a != 0
 
 # %% ../nbs/01_runs.ipynb #91de9295
@@ -62,7 +66,8 @@ def as_shape(shape) -> tuple:
 
 # %% ../nbs/01_runs.ipynb #53050b66
 def as_runs(starts, lengths) -> tuple[np.ndarray, np.ndarray]:
-    "`starts` and `lengths` as 1-D int64 arrays of one size; `ValueError` for other shapes or numbers that are not whole"
+    ("`starts` and `lengths` as 1-D int64 arrays of one size; `ValueError` for other shapes or numbers that are not "
+     "whole")
     s, l = np.asarray(starts), np.asarray(lengths)
     for name, a in (("starts", s), ("lengths", l)):
         if a.ndim != 1: raise ValueError(f"{name} must be a 1-D array of whole numbers, got shape {a.shape}")
@@ -75,9 +80,10 @@ def as_runs(starts, lengths) -> tuple[np.ndarray, np.ndarray]:
 def check_runs_fit(starts,  # 0-based run starts (int64, as `as_runs` gives them)
                    lengths, # their lengths
                    size,    # pixels in the mask (None: any number)
-                  ):
+                   ):
     "`ValueError` unless the runs are >= 0, > 0, inside `size` pixels, sorted and not overlapping"
-    if starts.size and (starts.min() < 0 or lengths.min() <= 0 or (size is not None and (starts + lengths).max() > size)):
+    if (starts.size
+        and (starts.min() < 0 or lengths.min() <= 0 or (size is not None and (starts + lengths).max() > size))):
         raise ValueError(f"runs do not fit in {size} pixels (starts must be >= 0, lengths > 0)" if size is not None
                          else "runs do not fit: starts must be >= 0, lengths > 0")
     if starts.size > 1 and (starts[1:] < starts[:-1] + lengths[:-1]).any():
@@ -110,7 +116,8 @@ def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted,
 
 # %% ../nbs/01_runs.ipynb #ddab00a0
 def first_not_whole(x) -> int:
-    "Position of the first value of `x` that is not a whole number (-1 when all are): floats are never truncated silently"
+    ("Position of the first value of `x` that is not a whole number (-1 when all are): floats are never truncated "
+     "silently")
     x = np.asarray(x).reshape(-1)
     if x.dtype.kind in "iu" or not x.size: return -1
     if x.dtype.kind != "f": return 0
@@ -136,11 +143,12 @@ MAX_MASK_PIXELS = 2**40   # the largest mask clinseg allocates or reads runs for
 
 def whole_number(text,            # the text of one whole number, e.g. a solution's Height field
                  what="number",   # the field, for the message: e.g. "Height"
-                ) -> int:
+                 ) -> int:
     "The whole number >= 0 written in `text` with 1 to 18 ASCII digits; a `ValueError` naming `what` for anything else"
     if not isinstance(text, str): raise ValueError(f"{what}: expected text of digits, got {type(text).__name__}")
     if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"{what}: {text[:40]!r} is not a whole number (ASCII digits 0-9 only: no sign, space, '_' or other digits)")
+        raise ValueError(
+            f"{what}: {text[:40]!r} is not a whole number (ASCII digits 0-9 only: no sign, space, '_' or other digits)")
     if len(text) > 18: raise ValueError(f"{what}: a number of {len(text)} digits is too large (at most 18)")
     return int(text)
 
@@ -148,7 +156,8 @@ def whole_number(text,            # the text of one whole number, e.g. a solutio
 def mask_size(shape,          # a mask's shape, as `as_shape` takes it
               what="mask",    # the mask, for the message: e.g. "image 0a7f: Height × Width"
              ) -> int:
-    "Number of pixels of `shape`; a `ValueError` naming `what` when it is over `MAX_MASK_PIXELS` (checked before any allocation)"
+    ("Number of pixels of `shape`; a `ValueError` naming `what` when it is over `MAX_MASK_PIXELS` (checked before any "
+     "allocation)")
     n = math.prod(as_shape(shape))
     if n > MAX_MASK_PIXELS:
         raise ValueError(f"{what}: {'×'.join(map(str, shape))} is {n:,} pixels, more than MAX_MASK_PIXELS = 2**40")
@@ -208,7 +217,8 @@ def _changes(flat, chunk=1 << 20):
 
 # %% ../nbs/01_runs.ipynb #3bde2a72
 def _line_change_coords(b, chunk=1 << 20):
-    "Coordinates of the cells where b[..., k + 1] != b[..., k], compared slab by slab along b's memory-slowest axis so each slab stays in cache"
+    ("Coordinates of the cells where b[..., k + 1] != b[..., k], compared slab by slab along b's memory-slowest axis "
+     "so each slab stays in cache")
     mem = np.argsort([-abs(s) for s in b.strides], kind="stable")   # b's axes, slowest in memory first
     x = b.transpose(mem)
     if mem[0] == b.ndim - 1 and x.flags.c_contiguous and (x.size // x.shape[0]) % 8 == 0:
@@ -230,7 +240,8 @@ def _line_change_coords(b, chunk=1 << 20):
 
 # %% ../nbs/01_runs.ipynb #17a26ef9
 def _plane_change_coords(x, mem, chunk):
-    "The same when the compared axis is the slowest in memory: consecutive planes XORed 8 bytes at a time, only changed words looked into"
+    ("The same when the compared axis is the slowest in memory: consecutive planes XORed 8 bytes at a time, only "
+     "changed words looked into")
     plane = x.size // x.shape[0]                         # bytes in one plane
     words = x.reshape(x.shape[0], plane).view(np.uint64)
     step = max(1, chunk // plane)
@@ -261,7 +272,8 @@ def _flat_nonzero_coords(x):
 # %% ../nbs/01_runs.ipynb #5c4a7d75
 @kernel
 def _flat_bounds(a, cap):
-    "Run boundaries (start, end, ...) of a contiguous 1-D array of 0/1 bytes, read 8 bytes at a time, and their number (only counted past `cap`)"
+    ("Run boundaries (start, end, ...) of a contiguous 1-D array of 0/1 bytes, read 8 bytes at a time, and their "
+     "number (only counted past `cap`)")
     nw = a.size // 8 if a.ctypes.data % 8 == 0 else 0     # 64-bit words only at 8-byte boundaries (else byte by byte)
     w = a[:8 * nw].view(np.uint64)
     out = np.empty(cap + 8, np.int64)
@@ -272,7 +284,7 @@ def _flat_bounds(a, cap):
         d = x ^ ((x << np.uint64(8)) | prev)               # each byte: 1 where it differs from the byte before
         prev = x >> np.uint64(56)
         if d:
-            if k <= cap:                                   # room for 8: write every byte's position, keep the changed ones
+            if k <= cap:  # room for 8: write every byte's position, keep the changed ones
                 for b in range(8):
                     out[k] = 8 * i + b
                     k += np.int64((d >> np.uint64(8 * b)) & np.uint64(1))
@@ -293,8 +305,9 @@ def _flat_bounds(a, cap):
 @kernel
 def _line_bounds(x, rank, inv, cap):
     """Run boundaries of a C-contiguous (n, L) array of 0/1 bytes read down its columns, column l being line rank[l] of
-    the order wanted (inv: its inverse; both empty: the identity, as for a 2-D mask), pixel (r, l) number rank[l] * n + r.
-    Returns the boundaries and the number of changes inside columns (the boundaries are empty when it exceeds `cap`)"""
+    the order wanted (inv: its inverse; both empty: the identity, as for a 2-D mask), pixel (r, l) number
+    rank[l] * n + r. Returns the boundaries and the number of changes inside columns (the boundaries are empty when it
+    exceeds `cap`)"""
     n, L = x.shape
     rows, cols = np.empty(cap, np.int64), np.empty(cap, np.int64)
     k = 0
@@ -311,7 +324,8 @@ def _line_bounds(x, rank, inv, cap):
                 d = a[i] ^ b[i]
                 while d:                                   # each changed byte, lowest first
                     low = d & (~d + np.uint64(1))          # its lowest bit, 1 << 8b
-                    if k < cap: rows[k], cols[k] = r, 8 * i + np.int64((low * np.uint64(0x0001020304050607)) >> np.uint64(56))
+                    if k < cap:
+                        rows[k], cols[k] = r, 8 * i + np.int64((low * np.uint64(0x0001020304050607)) >> np.uint64(56))
                     k += 1; d ^= low                       # b, read off the product's top byte
         else:
             a8, b8 = x[r], x[r - 1]
@@ -330,7 +344,7 @@ def _line_bounds(x, rank, inv, cap):
         total += c + (x[0, l] != before)
     end = x[n - 1, L - 1 if same else inv[L - 1]] != 0    # the last run ends at the end
     out = np.empty(total + end, np.int64)
-    for q in range(L):                                     # row 0: a boundary where a line starts unlike the last one ended
+    for q in range(L):  # row 0: a boundary where a line starts unlike the last one ended
         l = q if same else inv[q]
         before = (x[n - 1, q - 1 if same else inv[q - 1]]) if q > 0 else np.uint8(0)
         if x[0, l] != before: out[pos[l]] = q * n; pos[l] += 1
@@ -343,7 +357,8 @@ def _line_bounds(x, rank, inv, cap):
 _SAME = np.zeros(0, np.int64)   # rank and inv of `_line_bounds` when column l is line l
 
 def _compiled_bounds(b):
-    "Run boundaries of `b` (its axes in the requested order) with the compiled loops; None for a layout they do not read"
+    ("Run boundaries of `b` (its axes in the requested order) with the compiled loops; None for a layout they do not "
+     "read")
     cap = max(4096, b.size // 16)                         # room for this many boundaries: more, and the loop runs again
     if b.flags.c_contiguous:
         flat = b.reshape(-1).view(np.uint8)
@@ -367,9 +382,10 @@ def _compiled_bounds(b):
 
 # %% ../nbs/01_runs.ipynb #3addd7fb
 def mask_to_bounds(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
-                   order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
+                   order="C", # pixel order: 'C' (row-major), 'F' (column-major) or a tuple of axes, slowest first
                   ) -> np.ndarray: # 0-based boundaries (int64): start, end, start, end, ... in the flattened order
-    "Where the runs of `mask` flattened in `order` start and end (each end is the pixel after the run), without copying the mask into that order"
+    ("Where the runs of `mask` flattened in `order` start and end (each end is the pixel after the run), without "
+     "copying the mask into that order")
     b = as_bool_mask(mask)
     b = b.transpose(pixel_axes(order, b.ndim))  # a view: its C order is the requested order
     if b.ndim == 0: b = b.reshape(1)
@@ -398,8 +414,9 @@ def mask_to_bounds(mask,      # boolean or 0/1 array, any number of dimensions, 
 
 # %% ../nbs/01_runs.ipynb #29b3da4e
 def mask_to_runs(mask,      # boolean or 0/1 array, any number of dimensions, any memory layout
-                 order="C", # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
-                ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
+                 # pixel order: 'C' (row-major, last axis fastest), 'F' (column-major) or a tuple of axes, slowest first
+                 order="C",
+                 ) -> tuple[np.ndarray, np.ndarray]: # 0-based `starts` and `lengths` (int64) in the flattened order
     "Runs of `mask` flattened in `order`, without copying the mask into that order"
     bounds = mask_to_bounds(mask, order)
     return bounds[0::2], bounds[1::2] - bounds[0::2]
@@ -411,8 +428,10 @@ def _fill_runs(flat, starts, lengths):
     end = 0
     for k in range(starts.size):
         s, l = starts[k], lengths[k]
-        if s < end or l <= 0 or s + l > flat.size: return False   # before the previous end (or below 0), empty, or outside
-        for p in range(np.uint64(s), np.uint64(s + l)): flat[p] = True   # unsigned: no check for negative indices, so the stores are vectorised
+        if s < end or l <= 0 or s + l > flat.size:
+            return False   # before the previous end (or below 0), empty, or outside
+        for p in range(np.uint64(s), np.uint64(s + l)):
+            flat[p] = True   # unsigned: no check for negative indices, so the stores are vectorised
         end = s + l
     return True
 
@@ -420,12 +439,14 @@ def _fill_runs(flat, starts, lengths):
 def pixels_to_mask(flat,      # the mask's pixels listed in `order`, a 1-D vector
                    shape,     # shape of the mask
                    order="C", # pixel order, as in `mask_to_runs`
-                  ) -> np.ndarray: # the mask, a view of `flat`
+                   ) -> np.ndarray: # the mask, a view of `flat`
     "The mask of `shape` whose pixels, listed in `order`, are `flat`: the last step of `runs_to_mask`, without a copy"
     shape = as_shape(shape)
-    if type(order) is str and order in ("C", "F"): return flat.reshape(shape, order=order)   # the usual orders: numpy lays them out
+    if type(order) is str and order in ("C", "F"):
+        return flat.reshape(shape, order=order)   # the usual orders: numpy lays them out
     axes = pixel_axes(order, len(shape))
-    return flat.reshape([shape[a] for a in axes]).transpose(sorted(range(len(axes)), key=axes.__getitem__))   # np.argsort(axes)
+    # np.argsort(axes)
+    return flat.reshape([shape[a] for a in axes]).transpose(sorted(range(len(axes)), key=axes.__getitem__))
 
 # %% ../nbs/01_runs.ipynb #ead22293
 _numpy_runs_to_mask = runs_to_mask
@@ -438,7 +459,8 @@ def runs_to_mask(starts,    # 0-based run starts in the flattened order (sorted,
     "Boolean mask of `shape` from 0-based runs in `order` (the compiled loop when numba is available)"
     if not numba_available(): return _numpy_runs_to_mask(starts, lengths, shape, order)
     shape = as_shape(shape)
-    if not (type(order) is str and order in ("C", "F")): pixel_axes(order, len(shape))   # a bad order refused before any work
+    if not (type(order) is str and order in ("C", "F")):
+        pixel_axes(order, len(shape))   # a bad order refused before any work
     if not (type(starts) is type(lengths) is np.ndarray and starts.dtype == lengths.dtype == np.int64
             and starts.ndim == lengths.ndim == 1 and starts.size == lengths.size):
         starts, lengths = as_runs(starts, lengths)     # int64 runs as readers make them go to the loop uncopied

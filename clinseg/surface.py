@@ -25,7 +25,8 @@ def _mask(a, name):
     if m.dtype == bool: return np.atleast_1d(m)
     if m.dtype.kind not in "biuf": raise TypeError(f"{name} must be a boolean or 0/1 mask, not {m.dtype}")
     bad = (m != 0) & (m != 1)
-    if bad.any(): raise ValueError(f"{name} must hold only 0 and 1, found {m[bad].flat[0]!r}: pick a label first (labels == k)")
+    if bad.any():
+        raise ValueError(f"{name} must hold only 0 and 1, found {m[bad].flat[0]!r}: pick a label first (labels == k)")
     return np.atleast_1d(m != 0)
 
 # %% ../nbs/05_surface.ipynb #95c07ba0
@@ -41,17 +42,23 @@ def _pair(pred, truth):
 def _spacing(spacing, ndim):
     "Spacing in mm as `ndim` positive floats, one per axis in the array's axis order, or a clear error"
     if spacing is None or isinstance(spacing, str) or np.ndim(spacing) != 1:
-        raise TypeError(f"spacing must give one value per axis in the array's axis order ({ndim} values), not {spacing!r}: "
-                        "surface distances are never assumed isotropic")
+        raise TypeError(
+            f"spacing must give one value per axis in the array's axis order ({ndim} values), not {spacing!r}: "
+            "surface distances are never assumed isotropic")
     s = np.asarray(spacing, dtype=float)
-    if len(s) != ndim: raise ValueError(f"spacing has {len(s)} values but the masks have {ndim} axes: give one per axis")
-    if not np.all(np.isfinite(s) & (s > 0)): raise ValueError(f"spacing must be positive and finite, not {tuple(spacing)}")
+    if len(s) != ndim:
+        raise ValueError(f"spacing has {len(s)} values but the masks have {ndim} axes: give one per axis")
+    if not np.all(np.isfinite(s) & (s > 0)):
+        raise ValueError(f"spacing must be positive and finite, not {tuple(spacing)}")
     return s
 
 # %% ../nbs/05_surface.ipynb #56563a48
 def _structure(ndim, connectivity):
-    if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, (int, np.integer)) or not 1 <= connectivity <= ndim:
-        raise ValueError(f"connectivity must be a whole number from 1 (face neighbours) to {ndim} (all neighbours), not {connectivity!r}")
+    if (isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, (int, np.integer))
+        or not 1 <= connectivity <= ndim):
+        raise ValueError(
+            f"connectivity must be a whole number from 1 (face neighbours) to {ndim} (all neighbours), not "
+            f"{connectivity!r}")
     return _ndimage().generate_binary_structure(ndim, int(connectivity))
 
 # %% ../nbs/05_surface.ipynb #00000009
@@ -64,7 +71,8 @@ def surface(mask,            # boolean or 0/1 array, any number of dimensions
 
 # %% ../nbs/05_surface.ipynb #0000000f
 def _all_pairs_min(A, B, s, pairs=1 << 18):
-    "For each point of A, the distance in mm to the nearest point of B (integer coordinates), comparing every pair, a block of rows at a time"
+    ("For each point of A, the distance in mm to the nearest point of B (integer coordinates), comparing every pair, a "
+     "block of rows at a time")
     out = np.full(len(A), np.inf)
     if len(B) == 0: return out
     step = max(1, pairs // len(B))
@@ -79,7 +87,8 @@ def surface_distances_brute(pred,          # prediction: boolean or 0/1 array
                             truth,         # truth of the same shape
                             spacing,       # mm between voxel centres, one value per axis, in the array's axis order
                             connectivity=1,
-                           ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), in np.argwhere order
+                           # (pred's surface to truth's, truth's to pred's), in np.argwhere order
+                           ) -> tuple[np.ndarray, np.ndarray]:
     "Textbook surface distances: every pair of surface voxels (slow; the reference for the fast version)"
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)
@@ -100,7 +109,8 @@ def _box(p, t):
 
 # %% ../nbs/05_surface.ipynb #aba00a3d
 def _edt_nearest(src, dst, shape, s):
-    "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): the EDT of the grid without `dst`, read at `src`"
+    ("Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of "
+     "`shape`): the EDT of the grid without `dst`, read at `src`")
     if not len(src) or not len(dst): return np.full(len(src), np.inf)
     grid = np.ones(shape, bool); grid[tuple(dst.T)] = False
     return _ndimage().distance_transform_edt(grid, sampling=s)[tuple(src.T)]
@@ -109,9 +119,12 @@ def _edt_nearest(src, dst, shape, s):
 def textbook_surface_distances(pred,          # prediction: boolean or 0/1 array, any number of dimensions
                                truth,         # truth of the same shape
                                spacing,       # mm between voxel centres, one value per axis, in the array's axis order
-                               connectivity=1, # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
-                              ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
-    "Surface distances the textbook way: in the masks' bounding box, the EDT of 'not the other surface', read at each surface (medpy's method)"
+                               # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
+                               connectivity=1,
+                               # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    ("Surface distances the textbook way: in the masks' bounding box, the EDT of 'not the other surface', read at each "
+     "surface (medpy's method)")
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)
     box = _box(p, t)
@@ -151,7 +164,8 @@ def hausdorff(pred,                # prediction: boolean or 0/1 array, any numbe
               one_empty=math.inf,  # the value when one is empty: inf, nan, a number (a cap) or 'diagonal'
               connectivity=1,      # surface neighbours: 1 (faces, medpy) to ndim
              ) -> float:           # mm
-    "Hausdorff distance between the surfaces of two masks, in mm: the largest distance from a surface voxel to the other surface"
+    ("Hausdorff distance between the surfaces of two masks, in mm: the largest distance from a surface voxel to the "
+     "other surface")
     e, (d_pt, d_tp) = _scored(pred, truth, spacing, both_empty, one_empty, connectivity)
     if e is not None: return e
     return float(d_pt.max() if directed else max(d_pt.max(), d_tp.max()))
@@ -159,7 +173,8 @@ def hausdorff(pred,                # prediction: boolean or 0/1 array, any numbe
 # %% ../nbs/05_surface.ipynb #00000023
 HD95_METHODS = {"pooled": "percentile of both directions pooled (medpy's hd95)",
                 "max": "larger of the two directed percentiles (MONAI)",
-                "surfel": "larger of the two directed percentiles of DeepMind's surface elements, weighted by area (surface-distance)"}
+                "surfel": "larger of the two directed percentiles of DeepMind's surface elements, weighted by area "
+                          "(surface-distance)"}
 
 def _weighted_percentile(d, w, q):
     "DeepMind's robust percentile: sort by distance, the first distance where the cumulated area share reaches q/100"
@@ -204,12 +219,14 @@ def assd(pred,                # prediction: boolean or 0/1 array, any number of 
 # %% ../nbs/05_surface.ipynb #7b2258b0
 def voxel_hausdorff(pred,                # prediction: boolean or 0/1 array, any number of dimensions
                     truth,               # truth of the same shape
-                    spacing,             # distance between voxel centres, one value per axis in the array's axis order (mm, or any unit)
+                    # distance between voxel centres, one value per axis in the array's axis order (mm, or any unit)
+                    spacing,
                     directed=False,      # True: only from pred's voxels to truth's, h(pred, truth)
                     both_empty=0.0,      # the value when both masks are empty: a number, inf or nan
                     one_empty=math.inf,  # the value when one is empty: inf, nan, a number or 'diagonal'
-                   ) -> float:
-    "Hausdorff distance between the two sets of foreground voxels (scipy's `directed_hausdorff` on `np.argwhere`), exact, by distance transform"
+                    ) -> float:
+    ("Hausdorff distance between the two sets of foreground voxels (scipy's `directed_hausdorff` on `np.argwhere`), "
+     "exact, by distance transform")
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)
     both, one = _empty_value(both_empty, "both_empty", p.shape, s), _empty_value(one_empty, "one_empty", p.shape, s)
@@ -224,7 +241,8 @@ def voxel_hausdorff(pred,                # prediction: boolean or 0/1 array, any
 # %% ../nbs/05_surface.ipynb #00000032
 @functools.lru_cache(maxsize=None)
 def _surfel_pieces(ndim):
-    "For each cell code (DeepMind's bit order): vectors of its pieces of surface at unit spacing (2-D: segments; 3-D: triangle area vectors)"
+    ("For each cell code (DeepMind's bit order): vectors of its pieces of surface at unit spacing (2-D: segments; 3-D: "
+     "triangle area vectors)")
     corners = list(itertools.product((0, 1), repeat=ndim))
     faces = []   # each square face of the cell as a cycle of 4 corners
     for a, b in itertools.combinations(range(ndim), 2):
@@ -257,7 +275,8 @@ def _surfel_pieces(ndim):
             poly = [start, links[start][0]]
             while poly[-1] != start: poly.append(next(w for w in links[poly[-1]] if w != poly[-2]))
             seen.update(poly); P = np.array(poly[:-1]); n = len(P)
-            fans = [[np.cross(P[(k + i) % n] - P[k], P[(k + i + 1) % n] - P[k]) / 2 for i in range(1, n - 1)] for k in range(n)]
+            fans = [[np.cross(P[(k + i) % n] - P[k], P[(k + i + 1) % n] - P[k]) / 2 for i in range(1, n - 1)]
+                    for k in range(n)]
             pieces += max(fans, key=lambda T: sum(np.linalg.norm(v) for v in T))
         table.append(pieces)
     return table
@@ -267,7 +286,8 @@ def surfel_area_table(spacing, # mm between voxel centres: 2 values (2-D) or 3 (
                      ) -> np.ndarray: # area (mm², 3-D) or length (mm, 2-D) of each of the 256 (16) cell codes
     "DeepMind's surface-element areas per cell code, derived from the marching-cubes rule (see the prose)"
     s = np.asarray(spacing, dtype=float)
-    if s.ndim != 1 or len(s) not in (2, 3): raise ValueError(f"surface elements are defined in 2-D and 3-D: spacing {spacing!r} has {s.size} values")
+    if s.ndim != 1 or len(s) not in (2, 3):
+        raise ValueError(f"surface elements are defined in 2-D and 3-D: spacing {spacing!r} has {s.size} values")
     s = _spacing(s, len(s))
     scale = s if len(s) == 2 else np.array([s[1] * s[2], s[0] * s[2], s[0] * s[1]])
     return np.array([sum(float(np.linalg.norm(v * scale)) for v in vs) for vs in _surfel_pieces(len(s))])
@@ -279,7 +299,8 @@ def _slab_rows(shape, size):
 
 # %% ../nbs/05_surface.ipynb #00000039
 def _surfel_points(m, rows):
-    "Cell coordinates (n, ndim) in C order and codes of the surfels of `m`: cells of 2**ndim voxels, some in `m` and some not"
+    ("Cell coordinates (n, ndim) in C order and codes of the surfels of `m`: cells of 2**ndim voxels, some in `m` and "
+     "some not")
     nd, full = m.ndim, 2 ** 2 ** m.ndim - 1
     pts, codes = [], []
     for z in range(0, m.shape[0] + 1, rows):   # cell c covers voxels c - 1 and c along each axis
@@ -300,7 +321,8 @@ def surfel_distances(pred,     # prediction: 2-D or 3-D boolean or 0/1 array
                      truth,    # truth of the same shape
                      spacing,  # mm between voxel centres, one value per axis, in the array's axis order
                     ) -> tuple: # (pred to truth, truth to pred, pred's surfel areas, truth's), in C order of the cells
-    "DeepMind's surface elements of two masks: distances in mm to the other mask's surfels, and their areas (mm², mm in 2-D)"
+    ("DeepMind's surface elements of two masks: distances in mm to the other mask's surfels, and their areas (mm², mm "
+     "in 2-D)")
     p, t = _pair(pred, truth)
     if p.ndim not in (2, 3): raise ValueError(f"surface elements are defined in 2-D and 3-D, not for {p.ndim}-D masks")
     s, box = _spacing(spacing, p.ndim), _box(p, t)
@@ -315,15 +337,19 @@ def surface_dice(pred,            # prediction: boolean or 0/1 array (2-D or 3-D
                  truth,           # truth of the same shape
                  spacing,         # mm between voxel centres, one value per axis, in the array's axis order
                  tolerance,       # mm: a surface element within this distance of the other surface counts
-                 method="surfel", # 'surfel': DeepMind's area-weighted elements; 'voxel': surface voxels counted (MONAI's default)
+                 # 'surfel': DeepMind's area-weighted elements; 'voxel': surface voxels counted (MONAI's default)
+                 method="surfel",
                  empty=1.0,       # the score when both masks are empty: a number in [0, 1] or nan
                  connectivity=1,  # surface neighbours for method='voxel'
-                ) -> float:       # in [0, 1]; 0 when exactly one mask is empty
+                 ) -> float:       # in [0, 1]; 0 when exactly one mask is empty
     "Normalised surface Dice at a tolerance in mm: the share of both surfaces within `tolerance` of the other"
-    if method not in ("surfel", "voxel"): raise ValueError(f"method must be 'surfel' (DeepMind) or 'voxel' (MONAI's default), not {method!r}")
-    if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, (int, float, np.integer, np.floating)) or not 0 <= tolerance < math.inf:
+    if method not in ("surfel", "voxel"):
+        raise ValueError(f"method must be 'surfel' (DeepMind) or 'voxel' (MONAI's default), not {method!r}")
+    if (isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, (int, float, np.integer, np.floating))
+        or not 0 <= tolerance < math.inf):
         raise ValueError(f"tolerance must be a finite number of mm >= 0, not {tolerance!r}")
-    if isinstance(empty, (bool, np.bool_, str)) or not isinstance(empty, (int, float, np.integer, np.floating)) or not (math.isnan(empty) or 0 <= empty <= 1):
+    if (isinstance(empty, (bool, np.bool_, str)) or not isinstance(empty, (int, float, np.integer, np.floating))
+        or not (math.isnan(empty) or 0 <= empty <= 1)):
         raise ValueError(f"empty must be a number in [0, 1] or nan, not {empty!r}")
     e, r = _scored(pred, truth, spacing, float(empty), 0.0, connectivity, surfels=method == "surfel")
     if e is not None: return e
@@ -353,8 +379,9 @@ def plot_surfaces(pred,          # 2-D prediction mask
                   tolerance=2.0, # mm, for the colours and surface Dice
                   ax=None,       # matplotlib axes (a new figure when None)
                   title=None,    # text above the scores
-                 ):
-    "Draw the distance map to the truth's surface, both surfaces (prediction coloured by tolerance), and the scores; returns the axes"
+                  ):
+    ("Draw the distance map to the truth's surface, both surfaces (prediction coloured by tolerance), and the scores; "
+     "returns the axes")
     import matplotlib.pyplot as plt
     p, t = _pair(pred, truth)
     if p.ndim != 2: raise ValueError(f"plot_surfaces draws 2-D masks, got {p.ndim} dimensions: pick a slice")
@@ -371,8 +398,11 @@ def plot_surfaces(pred,          # 2-D prediction mask
     over[sp_ & near], over[sp_ & ~near] = (0.18, 0.66, 0.33, 1), (0.84, 0.19, 0.15, 1)
     ax.imshow(over, extent=extent, interpolation="nearest")
     f = lambda v: f"{v:.1f}"
-    text = (f"HD {f(hausdorff(p, t, s))}  HD95 {f(hd95(p, t, s))} (max {f(hd95(p, t, s, method='max'))})  ASSD {f(assd(p, t, s))} mm\n"
-            f"NSD@{tolerance:g}mm {surface_dice(p, t, s, tolerance):.3f} (voxels {surface_dice(p, t, s, tolerance, method='voxel'):.3f})  Dice {dice(p, t):.3f}")
+    text = (
+        f"HD {f(hausdorff(p, t, s))}  HD95 {f(hd95(p, t, s))} (max {f(hd95(p, t, s, method='max'))})  ASSD "
+        f"{f(assd(p, t, s))} mm\n"
+        f"NSD@{tolerance:g}mm {surface_dice(p, t, s, tolerance):.3f} (voxels "
+        f"{surface_dice(p, t, s, tolerance, method='voxel'):.3f})  Dice {dice(p, t):.3f}")
     ax.set_title(f"{title}\n{text}" if title else text, fontsize=8)
     ax.set_xlabel("mm"); ax.set_ylabel("mm")
     return ax
@@ -408,7 +438,8 @@ def _voxel_points(m, connectivity, rows):
 
 # %% ../nbs/05_surface.ipynb #00000018
 def _nearest(src, dst, shape, s):
-    "Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of `shape`): slice by slice"
+    ("Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of "
+     "`shape`): slice by slice")
     best = np.full(len(src), np.inf)   # squared distances
     if not len(src) or not len(dst): return best
     if len(shape) == 1:   # a 1-D mask: one column of slices of one voxel each
@@ -440,7 +471,8 @@ def surface_distances(pred,          # prediction: boolean or 0/1 array, any num
                       truth,         # truth of the same shape
                       spacing,       # mm between voxel centres, one value per axis, in the array's axis order
                       connectivity=1, # neighbours that make a voxel a surface voxel: 1 (faces, medpy's default) to ndim
-                     ) -> tuple[np.ndarray, np.ndarray]: # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
+                     # (pred's surface to truth's, truth's to pred's), mm, np.argwhere order
+                     ) -> tuple[np.ndarray, np.ndarray]:
     "Distance from every surface voxel of each mask to the other mask's surface, exactly as medpy computes them"
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)

@@ -21,13 +21,15 @@ _text, _shape = "1 2 5 2", (3, 3)
 ex1 = Exercise(lambda: _rows(_text, _shape, _dsb),
                {"the pixels are numbered row by row here (numpy's order); DSB 2018 numbers them down the columns":
                     lambda: _rows(_text, _shape, replace(_dsb, order="C")),
-                "the first pixel is numbered 0 here; DSB 2018 numbers it 1": lambda: _rows(_text, _shape, replace(_dsb, base=0)),
+                "the first pixel is numbered 0 here; DSB 2018 numbers it 1": lambda:
+                    _rows(_text, _shape, replace(_dsb, base=0)),
                 "the pixels are numbered row by row and from 0 here; DSB 2018 numbers them down the columns, from 1":
                     lambda: _rows(_text, _shape, replace(_dsb, order="C", base=0))},
-               hints=["number the pixels 1 to 9 down the columns, left column first; each pair is a first pixel and how "
-                      "many pixels the run covers.",
-                      "pixel 1 is the top-left, pixel 2 the one below it, pixel 4 the top of the middle column; a run "
-                      "`s l` covers pixels s, s + 1, ..., s + l - 1."],
+               hints=[
+                   "number the pixels 1 to 9 down the columns, left column first; each pair is a first pixel and how "
+                   "many pixels the run covers.",
+                   "pixel 1 is the top-left, pixel 2 the one below it, pixel 4 the top of the middle column; a run "
+                   "`s l` covers pixels s, s + 1, ..., s + l - 1."],
                given={"text": _text, "shape": _shape})
 
 # %% ../../nbs/exercises/rle.ipynb #6f70b700
@@ -67,8 +69,9 @@ ex3 = Exercise(lambda: encode(_mask3, "siim_acr"),
                     lambda: encode(_mask3, replace(_siim, base=1)),
                 "each gap is measured from the previous run's start; SIIM-ACR measures it from the previous run's end":
                     lambda: _gaps_from_starts(_mask3)},
-               hints=["number the 12 pixels from 0 down the columns, find the runs, then write the first start as it is "
-                      "and each later start as the background pixels since the run before ended.",
-                      "down the columns the mask is 0 1 0 0 | 1 1 0 0 | 0 0 1 1: three runs; between the end of one "
-                      "run and the start of the next, count only the 0s."],
+               hints=[
+                   "number the 12 pixels from 0 down the columns, find the runs, then write the first start as it is "
+                   "and each later start as the background pixels since the run before ended.",
+                   "down the columns the mask is 0 1 0 0 | 1 1 0 0 | 0 0 1 1: three runs; between the end of one "
+                   "run and the start of the next, count only the 0s."],
                given={"mask": _mask3})
