@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_teaching.ipynb #4f2084f6
 from __future__ import annotations
-import hashlib, math, numbers
+import hashlib, math, numbers, re
 from types import MappingProxyType
 
 # %% auto #0
@@ -181,17 +181,17 @@ def write_student_edition(source, dest, keys="exercises"):
     return written
 
 # %% ../nbs/00_teaching.ipynb #c30705da
-_MARKERS = ("Exercise(", ".verdict(", "right(", "fingerprint(")
+_MARKERS = ("Exercise(", ".verdict(", "right(", "fingerprint(")   # as words: `shift_right(` is not `right(`
 
 def leaks(notebook, answers=()):
     "The answers' texts (a value as written and in normal form) and the definition markers found in the student edition of `notebook` (empty when none)"
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     text = "\n".join("".join(c["source"]) for c in student_cells(nb["cells"]))
     texts = [t for a in answers for t in ([a] if isinstance(a, str) else dict.fromkeys([str(a), repr(normal_form(a))]))]
-    return [t for t in (*texts, *_MARKERS) if t in text]
+    found = [t for t in texts if t in text]
+    return found + [m for m in _MARKERS if re.search(r"(?<![\w.])" + re.escape(m) if m[0].isalpha() else re.escape(m), text)]
 
 # %% ../nbs/00_teaching.ipynb #e6917778
-import re
 _SOURCE_LINK = re.compile(r'\[source\]\([^)\s]*\)(\{[^}]*\})?')
 
 class DocRenderer:
