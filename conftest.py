@@ -1,9 +1,13 @@
 """`pytest` runs every notebook under `nbs/` with nbdev's own notebook runner, one test item each.
 
-- Each notebook runs in a fresh Python process through `nbdev.test.test_nb`, with the skip flags
-  `nbdev_test` uses (`tst_flags` in settings.ini); `pytest --slow` also runs the `#| slow` cells.
-- The notebooks' processes run CLINSEG_NB_JOBS at a time (default 2; 1: one after another), started in the order of
-  their items as soon as the first one is asked for; each item reports its own notebook's result.
+- Each notebook runs through `nbdev.test.test_nb` in a child process, with the skip flags `nbdev_test` uses
+  (`tst_flags` in settings.ini); `pytest --slow` also runs the `#| slow` cells.
+- As `nbdev_test` does, a child process runs notebooks one after another (each in a fresh kernel, with the
+  environment, working directory, `sys.path` and signal handlers put back after it): the imports are paid once, not
+  once a notebook. A notebook that leaves a thread or a child process running, or that does not finish, ends its
+  process, and the next notebook gets a fresh one.
+- CLINSEG_NB_JOBS such processes run at once (default 2; 1: one after another), fed in the order of the items as
+  soon as the first one is asked for; each item reports its own notebook's result.
 - Tests marked `@pytest.mark.slow` run only with `pytest --slow` (CI passes it); the plain `pytest` skips them.
 - Each notebook must also be clean, exactly as `nbdev_clean` would write it.
 - Nothing is written into the user's home: HOME, the XDG folders and Jupyter's, IPython's and matplotlib's
@@ -77,37 +81,84 @@ class NotebookFile(pytest.File):
 class NotebookFailure(Exception): pass
 
 
+WORKER = r'''
+import atexit, builtins, contextlib, io, json, os, signal, sys, threading, traceback
+from pathlib import Path
+from nbdev.test import test_nb
+answers = os.fdopen(os.dup(1), "w")           # the answers go to the parent; what a notebook's own child processes
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # print to the inherited descriptors goes nowhere
+def children():
+    try: return Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    except OSError: return []
+for line in sys.stdin:
+    job = json.loads(line)
+    env, cwd, path, imp = dict(os.environ), os.getcwd(), list(sys.path), builtins.__import__
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    threads = set(threading.enumerate())
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        try: ok = test_nb(Path(job["path"]), skip_flags=job["skip"], force_flags=job["force"], basepath=job["root"])[0]
+        except BaseException:
+            ok = False
+            traceback.print_exc()
+        with contextlib.suppress(ImportError):
+            import matplotlib.pyplot as plt
+            plt.close("all")
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.path[:] = path
+    builtins.__import__ = imp
+    for s, h in handlers.items(): signal.signal(s, h)
+    retire = bool([t for t in threading.enumerate() if t not in threads and t.is_alive()] or children())
+    answers.write(json.dumps({"ok": bool(ok), "report": log.getvalue(), "retire": retire}) + "\n")
+    answers.flush()
+    if retire: break
+atexit._run_exitfuncs()   # what the notebooks registered (a server to stop), then out, whatever threads are left
+os._exit(0)
+'''
+
+
 class Ahead:
-    "The notebooks' child processes, `jobs` at a time, started in the order of `items`, ahead of pytest asking for them"
+    "The notebooks, run by `jobs` worker processes in the order of `items`, ahead of pytest asking for them"
     def __init__(self, items, jobs):
         from nbdev.config import get_config
         self.skip = get_config(path=ROOT).tst_flags.split()
         self.env = {**os.environ, 'MPLBACKEND': 'Agg', 'PYTHONHASHSEED': '0'}   # as the session's start left it
-        self.stopped, self.running, self.lock = False, set(), threading.Lock()
+        self.stopped, self.running, self.idle, self.lock = False, set(), [], threading.Lock()
         self.pool = ThreadPoolExecutor(jobs, thread_name_prefix='notebook')
         self.results = {item.nodeid: self.pool.submit(self.run, item) for item in items}
 
     def run(self, item):
-        "(return code, stdout, stderr) of the notebook's process; None when it did not finish in NB_TIMEOUT s"
+        "(ok, report) of the notebook, run by a free worker; ok is None when it did not finish in NB_TIMEOUT s"
         force = ['slow'] if item.config.getoption('--slow') else []
-        code = ('import sys; from pathlib import Path; from nbdev.test import test_nb\n'
-                f'ok, secs = test_nb(Path({str(item.path)!r}), skip_flags={self.skip!r}, force_flags={force!r}, '
-                f'basepath={str(ROOT)!r})\n'
-                'print(f"{secs:.1f}s"); sys.exit(0 if ok else 1)')
+        job = json.dumps({'path': str(item.path), 'skip': self.skip, 'force': force, 'root': str(ROOT)})
         with self.lock:
-            if self.stopped: return 1, '', 'not run: the session ended first'
-            proc = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-            self.running.add(proc)
+            if self.stopped: return False, 'not run: the session ended first'
+            worker = self.idle.pop() if self.idle else None
+        if worker is None or worker.poll() is not None:
+            worker = subprocess.Popen([sys.executable, '-c', WORKER], cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        with self.lock: self.running.add(worker)
+        answer = []
+        reader = threading.Thread(target=lambda: answer.append(worker.stdout.readline()), daemon=True)
         try:
-            out, err = proc.communicate(timeout=NB_TIMEOUT)
-            return proc.returncode, out, err
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            return None
-        finally:
-            with self.lock: self.running.discard(proc)
+            worker.stdin.write(job + '\n')
+            worker.stdin.flush()
+            reader.start()
+            reader.join(NB_TIMEOUT)
+        except OSError: pass
+        with self.lock: self.running.discard(worker)
+        if not answer or not answer[0]:   # no answer: too long (it is ended), or the process died
+            finished = not reader.is_alive()
+            worker.kill()
+            worker.wait()
+            return (False, f'its process ended (exit {worker.returncode}) while running it') if finished else None
+        res = json.loads(answer[0])
+        if res['retire']: worker.stdin.close()   # it left threads or processes running: a fresh one for the next
+        else:
+            with self.lock: self.idle.append(worker)
+        return res['ok'], res['report']
 
     def stop(self):
         "At the session's end (after -x, or Ctrl-C): nothing more is started, what runs is ended"
@@ -115,10 +166,13 @@ class Ahead:
             self.stopped = True
             for proc in self.running: proc.kill()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        for proc in self.idle:
+            proc.stdin.close()   # an idle worker ends when its input does
+            proc.wait()
 
 
 class NotebookRun(pytest.Item):
-    "Runs the notebook's cells as `nbdev_test` does, in a child process (isolated kernel state, a timeout)."
+    "Runs the notebook's cells as `nbdev_test` does, in a worker process (a fresh kernel, a timeout)."
     def runtest(self):
         ahead = getattr(self.session, '_clinseg_ahead', None)
         if ahead is None or self.nodeid not in ahead.results:   # the first notebook asked for: start them all
@@ -127,8 +181,8 @@ class NotebookRun(pytest.Item):
             ahead = self.session._clinseg_ahead = Ahead([i for i in later if isinstance(i, NotebookRun)], NB_JOBS)
         res = ahead.results[self.nodeid].result()
         if res is None: raise NotebookFailure(f'{self.path.name} did not finish in {NB_TIMEOUT} s')
-        code, out, err = res
-        if code: raise NotebookFailure(err[-20000:] or out[-5000:])
+        ok, report = res
+        if not ok: raise NotebookFailure(report[-20000:])
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, NotebookFailure): return f'{self.path.name} failed:\n{excinfo.value}'
