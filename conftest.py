@@ -82,7 +82,7 @@ class NotebookFailure(Exception): pass
 
 
 WORKER = r'''
-import atexit, builtins, contextlib, io, json, os, signal, sys, threading, traceback
+import builtins, contextlib, io, json, os, signal, sys, threading, traceback
 from pathlib import Path
 from nbdev.test import test_nb
 answers = os.fdopen(os.dup(1), "w")           # the answers go to the parent; what a notebook's own child processes
@@ -110,12 +110,15 @@ for line in sys.stdin:
     sys.path[:] = path
     builtins.__import__ = imp
     for s, h in handlers.items(): signal.signal(s, h)
-    retire = bool([t for t in threading.enumerate() if t not in threads and t.is_alive()] or children())
+    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()
+            and t.name != "IPythonHistorySavingThread"]   # each kernel's own, idle once it has run
+    retire = bool(left or children())
     answers.write(json.dumps({"ok": bool(ok), "report": log.getvalue(), "retire": retire}) + "\n")
     answers.flush()
     if retire: break
-atexit._run_exitfuncs()   # what the notebooks registered (a server to stop), then out, whatever threads are left
-os._exit(0)
+for pid in children():       # what a notebook left running (a server) ends with its worker
+    with contextlib.suppress(OSError): os.kill(int(pid), signal.SIGKILL)
+os._exit(0)                  # at once: no kernel's exit handlers, no wait for threads a notebook left
 '''
 
 

@@ -2,9 +2,9 @@
 
     python bench/bench_instances.py [--quick] [--rounds N]
 
-1. DSB 2018 scoring of the real stage-1 test set (../shared/data/dsb2018/stage1_solution.csv, 65 images, 4,152
+1. DSB 2018 scoring of the real stage-1 test set ($CLINSEG_DATA/dsb2018/stage1_solution.csv, 65 images, 4,152
    nuclei) against a real baseline's predictions: the stage-1 submission of ZengChen94/Kaggle-2018-Data-Science-Bowl
-   `results/rcnn-396.csv` (README "LB = 0.396"; ../shared/data/external/3e601b58...; 2,525 nuclei). The peer is the
+   `results/rcnn-396.csv` (README "LB = 0.396"; $CLINSEG_DATA/external/3e601b58...; 2,525 nuclei). The peer is the
    competition-era kernel most teams copied (`reference_histogram_score`: `np.histogram2d` on label images). clinseg
    scores the same images given as:
    - label images, both C order;
@@ -34,8 +34,9 @@ from clinseg.rle import parse_runs
 from clinseg.instances import iou_matrix, label_to_runs, runs_to_labels
 from clinseg.dsb_metric import dsb_image_score, reference_histogram_score, synthetic_nuclei, synthetic_prediction
 
-DATA = next((p for p in [ROOT.parent / "shared" / "data", ROOT / ".." / "shared" / "data"] if p.exists()), ROOT.parent / "shared" / "data")
-BASELINE = DATA / "external" / "3e601b58fe87fa320559d95010dd6e31758c46e8"   # rcnn-396.csv, LB 0.396
+from clinseg.samples import missing_sample, real_sample
+
+BASELINE_PARTS = ("external", "3e601b58fe87fa320559d95010dd6e31758c46e8")   # rcnn-396.csv, LB 0.396
 
 
 def paired(funcs, rounds):
@@ -73,16 +74,17 @@ def paint(masks, shape):
 
 
 def bench_dsb(quick, rounds):
-    path = DATA / "dsb2018" / "stage1_solution.csv"
-    if not path.exists() or not BASELINE.exists():
-        msg = f"skipped the DSB part: {path if not path.exists() else BASELINE} not found"
-        if os.environ.get("CI"): raise AssertionError(msg)
-        print(msg); return []
+    path = real_sample("dsb2018", "stage1_solution.csv", quiet=True)   # in CI a missing sample is an error
+    baseline = real_sample(*BASELINE_PARTS, quiet=True)
+    if path is None or baseline is None:
+        missing = ("dsb2018", "stage1_solution.csv") if path is None else BASELINE_PARTS
+        print("skipped the DSB part:", missing_sample(*missing))
+        return []
     images = {}
     for row in read_csv_rows(path):
         images.setdefault(row["ImageId"], ([], (int(row["Height"]), int(row["Width"]))))[0].append(row["EncodedPixels"])
     preds = {}
-    for row in read_csv_rows(BASELINE):
+    for row in read_csv_rows(baseline):
         if row["EncodedPixels"].strip(): preds.setdefault(row["ImageId"], []).append(row["EncodedPixels"])
     keys = list(images)[:8 if quick else None]
     T, P, TF, TR, PR, TM, PM = [], [], [], [], [], [], []

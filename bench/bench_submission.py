@@ -9,7 +9,7 @@
    median and the range, with the load average (other processes share the cores); against the obvious way (csv
    rows, one `parse_runs` call per row) as a ratio;
 3. scores it (serial, and with `--jobs` processes);
-4. scores the real 65-image stage-1 solution against itself (goal: under 1 s), when ../shared/data exists;
+4. scores the real 65-image stage-1 solution against itself (goal: under 1 s), when CLINSEG_DATA has it;
 5. peak traced memory (tracemalloc) of validate on a quarter-size and the full-size file: it must not grow
    with the file's length.
 """
@@ -22,9 +22,10 @@ from clinseg.rle import parse_runs
 from clinseg.submissions import read_solution, score, validate
 from clinseg.instances import label_to_runs
 from clinseg.rle import format_runs
+from clinseg.samples import missing_sample, real_sample
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+REAL = ("dsb2018", "stage1_solution.csv")
 
 
 def nuclei(shape, n, rng):
@@ -129,12 +130,12 @@ def main():
         rows.append(("peak traced memory of validate", f"{size / 4:.0f} MB / {size:.0f} MB", f"{p1:.1f} MB / {p2:.1f} MB", "flat" if p2 < 1.5 * p1 + 5 else "GROWS"))
         p3 = peak_mb(score, solution, sub, "dsb2018")
         rows.append(("peak traced memory of score", f"{size:.0f} MB", f"{p3:.1f} MB", "(solution index + one image + table)"))
-    if DATA.exists():
-        real = DATA / "dsb2018" / "stage1_solution.csv"
+    real = real_sample(*REAL, quiet=True)   # in CI a missing sample is an error
+    if real is not None:
         best = min(timed(score, real, real, "dsb2018")[1] for _ in range(3))
         res = score(real, real, "dsb2018")
         rows.append(("score real stage-1 solution vs itself", "65 images, 4152 rows", f"{best:.3f} s", f"score {res.score}"))
-    else: print(f"skipped the real solution: {DATA} is absent", file=sys.stderr)
+    else: print(f"skipped the real solution: {missing_sample(*REAL)}", file=sys.stderr)
     print("| task | size | time / memory | rate / result |\n|---|---|---|---|")
     for r in rows: print("| " + " | ".join(r) + " |")
 

@@ -5,7 +5,7 @@
 Inputs, made or read here:
 - "organ": two overlapping spheres of radius 120 and 115 voxels (shifted by 6, 2, 3 voxels) in a 512x512x300 boolean
   volume, spacing (0.8, 0.8, 2.5) mm; with --quick, radius 15 and 14 in 64x64x40;
-- "kits19": the kidney (label 1) of ../shared/data/kits19/case_00061/segmentation.nii.gz (29x512x512, spacing from
+- "kits19": the kidney (label 1) of $CLINSEG_DATA/kits19/case_00061/segmentation.nii.gz (29x512x512, spacing from
   the nibabel header's zooms, in nibabel's Fortran order) against a perturbed kidney: moved by (1, 3, -2) voxels,
   plus a false-positive ball of radius 8 mm;
   with --quick, the box of one kidney only (slices 10-15, rows 190-319, columns 100-229);
@@ -26,12 +26,12 @@ sys.path.insert(0, str(ROOT))   # run from a checkout without installing
 from clinseg.surface import hd95, surface_distances, surface_distances_brute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from volumes import KITS, spheres   # noqa: E402
+from volumes import KITS, KITS_MISSING, spheres   # noqa: E402
 
 
 def kits_pair():
     "(perturbed kidney, kidney, spacing) of the KiTS19 case, or None when the file is absent"
-    if not KITS.exists(): return None
+    if KITS is None: return None
     import nibabel as nib
     img = nib.load(KITS)
     kidney = np.asanyarray(img.dataobj) == 1
@@ -77,7 +77,7 @@ def main(quick, rounds):
     a, b = spheres(shape, *((15, 14) if quick else (120, 115)))
     cases[f"organ {'×'.join(map(str, shape))}"] = (a, b, (0.8, 0.8, 2.5))
     k = kits_pair()
-    if k is None: print(f"skipped: {KITS} is absent, no KiTS19 rows", file=sys.stderr)
+    if k is None: print(f"skipped the KiTS19 rows: {KITS_MISSING}", file=sys.stderr)
     elif quick: cases["kits19 one kidney's box vs perturbed"] = tuple(np.ascontiguousarray(v[10:16, 190:320, 100:230]) for v in k[:2]) + (k[2],)
     else: cases["kits19 kidney vs perturbed"] = k
     lines = [f"| case | voxels | clinseg hd95 ms | {peer if mb else 'peer'} hd95 ms | peer / clinseg: median (range) | clinseg peak × one mask | peer peak × one mask |",

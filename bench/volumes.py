@@ -1,10 +1,16 @@
-"""Inputs shared by the volume benchmarks (bench_dice.py, bench_surface.py): the real KiTS19 label's path and two
-overlapping spheres."""
+"""Inputs shared by the volume benchmarks (bench_dice.py, bench_surface.py): the real KiTS19 label's path (under
+CLINSEG_DATA) and two overlapping spheres."""
+import sys
 from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-KITS = ROOT.parent / "shared/data/kits19/case_00061/segmentation.nii.gz"
+sys.path.insert(0, str(ROOT))   # run from a checkout without installing
+from clinseg.samples import missing_sample, real_sample   # noqa: E402
+
+KITS_PARTS = ("kits19", "case_00061", "segmentation.nii.gz")
+KITS = real_sample(*KITS_PARTS, quiet=True)   # None when CLINSEG_DATA does not have it (in CI: an error)
+KITS_MISSING = missing_sample(*KITS_PARTS)
 
 
 def spheres(shape, r1, r2, shift=(6, 2, 3)):

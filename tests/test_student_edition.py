@@ -1,6 +1,6 @@
 """`clinseg notebooks --student DIR`, as a teacher runs it: the student edition of every chapter and walkthrough holds
 no exercise definition and no check of one, its outputs are gone, no answer key is copied, and the notebooks still run
-from top to bottom without their hidden test cells (two of them here, every walkthrough with --slow)."""
+from top to bottom without their hidden test cells (one walkthrough here, every walkthrough with --slow)."""
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -54,7 +54,7 @@ def test_a_second_run_refuses_the_folder(edition):
 
 def student_notebooks(slow):
     names = sorted(p.relative_to(ROOT / "nbs").as_posix() for p in (ROOT / "nbs" / "tutorials").glob("*.ipynb"))
-    return names if slow else ["02_rle.ipynb", "tutorials/04_dsb2018.ipynb"]
+    return names if slow else ["tutorials/04_dsb2018.ipynb"]
 
 
 def test_student_notebooks_run(edition, request):
