@@ -35,8 +35,8 @@ COMPETITION = replace(DSB, name="paced_dsb", title="Paced DSB", score_items=pace
 
 
 def trials(config):
-    "3 in the plain run, 12 with --slow; CLINSEG_SIGINT_TRIALS overrides both"
-    return int(os.environ.get("CLINSEG_SIGINT_TRIALS", 12 if config.getoption("--slow") else 3))
+    "3 in the plain run, 8 with --slow; CLINSEG_SIGINT_TRIALS overrides both"
+    return int(os.environ.get("CLINSEG_SIGINT_TRIALS", 8 if config.getoption("--slow") else 3))
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 no exercise definition and no check of one, its outputs are gone, no answer key is copied, and the notebooks still run
 from top to bottom without their hidden test cells (one walkthrough here, every walkthrough with --slow)."""
 import json, os, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,8 @@ def student_notebooks(slow):
 def test_student_notebooks_run(edition, request):
     env = {k: v for k, v in os.environ.items() if k not in ("CLINSEG_DATA", "CI")}   # a student's machine
     env["MPLBACKEND"] = "Agg"
-    for name in student_notebooks(request.config.getoption("--slow")):
-        r = subprocess.run([sys.executable, "-c", RUN, str(edition / name)], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=900)
-        assert r.returncode == 0, f"{name}: {r.stderr[-3000:]}"
+    run = lambda name: subprocess.run([sys.executable, "-c", RUN, str(edition / name)], cwd=ROOT, env=env,
+                                      capture_output=True, text=True, timeout=900)
+    names = student_notebooks(request.config.getoption("--slow"))
+    with ThreadPoolExecutor(2) as pool:   # two at a time, as the notebooks' own tests run
+        for name, r in zip(names, pool.map(run, names)): assert r.returncode == 0, f"{name}: {r.stderr[-3000:]}"
