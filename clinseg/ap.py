@@ -151,21 +151,18 @@ class APResult:
         "Rows (dicts) of the matches at one threshold, optionally for one image and class, in rank order"
         m = self.matches
         if image is not None and image not in self.truth_ids: raise KeyError(f"image {image!r} is not in the truth")
-        sel = np.ones(len(m["prediction"]), bool)
-        if image is not None: sel &= np.array([x == image for x in m["image"]], bool)
+        sel = np.array([image is None or x == image for x in m["image"]], bool)
         if cls is not None: sel &= m["cls"] == cls
         return _match_rows(m, self.truth_ids, int(np.argmin(np.abs(self.thresholds - threshold))), sel)
 
     def show(self, image=None, threshold=0.5, cls=None):
         "Print the match table at one threshold"
-        print(
-            f"{'image':>10} {'pred':>5} {'class':>5} {'conf':>6} {'rank':>4}  {'outcome':<17}{'truth':>7} {'IoU':>6} "
-            f"{'region':>6}")
+        print(f"{'image':>10} {'pred':>5} {'class':>5} {'conf':>6} {'rank':>4}  {'outcome':<17}{'truth':>7} "
+              f"{'IoU':>6} {'region':>6}")
         for r in self.table(image, threshold, cls):
-            print(
-                f"{str(r['image'])[-10:]:>10} {r['prediction']:>5} {r['cls']:>5} {r['confidence']:>6.3f} "
-                f"{r['rank']:>4}  {r['outcome']:<17}"
-                f"{'-' if r['truth'] is None else r['truth']:>7} {r['iou']:>6.3f} {r['region']:>6.3f}")
+            truth = "-" if r["truth"] is None else r["truth"]
+            print(f"{str(r['image'])[-10:]:>10} {r['prediction']:>5} {r['cls']:>5} {r['confidence']:>6.3f} "
+                  f"{r['rank']:>4}  {r['outcome']:<17}{truth:>7} {r['iou']:>6.3f} {r['region']:>6.3f}")
 
     def __repr__(self):
         o = self.options
@@ -178,8 +175,8 @@ class APResult:
             lines.append(f"{name:>14} {n:>6} {p:>6}   " + ("no true objects: left out" if np.isnan(a) else f"{a:.4f}"))
         if self.capped.sum():
             cut = ", ".join(f"{c}: {k}" for c, k in zip(self.classes.tolist(), self.capped.tolist()) if k)
-            lines.append(
-                f"the cap of {o['max_dets']} per image and class cut {int(self.capped.sum())} predictions ({cut})")
+            lines.append(f"the cap of {o['max_dets']} per image and class cut {int(self.capped.sum())} "
+                         f"predictions ({cut})")
         return "\n".join(lines)
 
 # %% ../nbs/08_ap.ipynb #81d49eb2

@@ -231,16 +231,13 @@ def _drop_tag(ds, missing):
 # %% ../nbs/09_phantom.ipynb #52baf7eb
 def ct_phantom(folder,                 # where to write: slices go to `folder/<case_id>/`
                shape=(24, 64, 64),     # (slices, rows, columns)
-               # (slice step, row spacing, column spacing) mm; default covers 240 mm × 360 mm × 360 mm
-               spacing=None,
-               # the case's id (folder and label name); default: 32 characters 0-9 a-z from `seed`
-               case_id=None,
+               spacing=None,           # (slice step, row, column) mm; default: 240 × 360 × 360 mm in all
+               case_id=None,           # the folder's and label's name; default: 32 characters 0-9 a-z from `seed`
                seed=0,                 # random seed: noise, UIDs, file names
                feet_first=False,       # patient feet first (FFS): IOP [-1,0,0, 0,1,0], the normal points to the feet
                oblique=0.0,            # tilt of the slice planes, degrees
                gap_after=None,         # skip one slice position after this slice (an uneven gap)
-               # a geometry tag to leave out of one file (the middle slice), e.g. 'ImagePositionPatient'
-               missing=None,
+               missing=None,           # a geometry tag left out of the middle slice, e.g. 'ImagePositionPatient'
                slice_thickness=None,   # the SliceThickness tag; default the real step
                # 'baseline' (column, row, slice), 'dcm2niix' (rows flipped) or 'kits' (slice first, to the feet)
                label_layout="baseline",
