@@ -29,6 +29,8 @@ setuptools.setup(
     install_requires=split_reqs('requirements'),
     extras_require={'demo': split_reqs('demo_requirements'), 'lab': split_reqs('lab_requirements'),
                     'serve': split_reqs('serve_requirements'),
-                    'dev': split_reqs('lab_requirements') + split_reqs('serve_requirements') + split_reqs('dev_requirements')},
-    entry_points={'console_scripts': split_reqs('console_scripts'), 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+                    'dev': (split_reqs('lab_requirements') + split_reqs('serve_requirements')
+                            + split_reqs('dev_requirements'))},
+    entry_points={'console_scripts': split_reqs('console_scripts'),
+                  'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
 )

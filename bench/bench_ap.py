@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import numpy as np
+import numpy as np  # noqa: E402
 
 CATS = [33, 34, 35, 36, 38, 39, 40]
 
@@ -47,13 +47,17 @@ def frames(args):
 def wad_clinseg(args):
     from clinseg.runs import mask_to_runs
     from clinseg.ap import average_precision
-    from clinseg.ap import wad_truth
+    from clinseg.competitions.wad2018 import wad_truth
     spent, truth, records = 0.0, {}, []
     for f, labels, preds in frames(args):
-        t0 = time.perf_counter(); truth[f] = wad_truth(labels); spent += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        truth[f] = wad_truth(labels)
+        spent += time.perf_counter() - t0
         for c, s, make in preds:
             m = make()
-            t0 = time.perf_counter(); records.append((f, c, s, mask_to_runs(m))); spent += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            records.append((f, c, s, mask_to_runs(m)))
+            spent += time.perf_counter() - t0
             del m
     t0 = time.perf_counter()
     res = average_precision(truth, records, classes=CATS, compare=">=", ignore_overlap="area", max_dets=100)
@@ -73,13 +77,17 @@ def _coco_from_frames(args, encode):
             rle = encode(np.asfortranarray(labels == v))
             area = float((labels == v).sum()) if v == 65535 else None
             if v == 65535:
-                for c in CATS: anns.append(dict(id=len(anns) + 1, image_id=f, category_id=c, segmentation=rle, area=area, iscrowd=1))
+                for c in CATS: anns.append(dict(id=len(anns) + 1, image_id=f, category_id=c, segmentation=rle,
+                                                area=area, iscrowd=1))
             elif v // 1000 in CATS:
-                anns.append(dict(id=len(anns) + 1, image_id=f, category_id=v // 1000, segmentation=rle, area=None, iscrowd=0))
+                anns.append(dict(id=len(anns) + 1, image_id=f, category_id=v // 1000, segmentation=rle, area=None,
+                                 iscrowd=0))
         spent += time.perf_counter() - t0
         for c, s, make in preds:
             m = make()
-            t0 = time.perf_counter(); dets.append(dict(image_id=f, category_id=c, score=s, segmentation=encode(np.asfortranarray(m)))); spent += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            dets.append(dict(image_id=f, category_id=c, score=s, segmentation=encode(np.asfortranarray(m))))
+            spent += time.perf_counter() - t0
             del m
     return spent, images, anns, dets
 
@@ -94,7 +102,9 @@ def _run_cocoeval(COCO, COCOeval, images, anns, dets, area, **kw):
         gt.createIndex()
         dt = gt.loadRes(dets)
         E = COCOeval(gt, dt, "segm", **kw)
-        E.evaluate(); E.accumulate(); E.summarize()
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
     return time.perf_counter() - t0, float(E.stats[0])
 
 
@@ -102,7 +112,7 @@ def wad_pycocotools(args):
     from pycocotools import mask as mu
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
-    enc = lambda m: mu.encode(m.astype(np.uint8))
+    def enc(m): return mu.encode(m.astype(np.uint8))
     spent, images, anns, dets = _coco_from_frames(args, enc)
     t, ap = _run_cocoeval(COCO, COCOeval, images, anns, dets, mu.area)
     return dict(encode=spent, evaluate=t, ap=ap)
@@ -111,7 +121,7 @@ def wad_pycocotools(args):
 def wad_faster(args):
     from faster_coco_eval import COCO, COCOeval_faster
     from faster_coco_eval.core import mask as mu
-    enc = lambda m: mu.encode(m.astype(np.uint8))
+    def enc(m): return mu.encode(m.astype(np.uint8))
     spent, images, anns, dets = _coco_from_frames(args, enc)
     t, ap = _run_cocoeval(COCO, COCOeval_faster, images, anns, dets, mu.area, print_function=lambda *a: None)
     return dict(encode=spent, evaluate=t, ap=ap)
@@ -126,13 +136,15 @@ def _hotcoco_eval(images, anns, dets, area):
     dt = gt.load_res(dets)
     E = hotcoco.COCOeval(gt, dt, "segm")
     with contextlib.redirect_stdout(io.StringIO()):
-        E.evaluate(); E.accumulate(); E.summarize()
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
     return time.perf_counter() - t0, float(E.stats[0])
 
 
 def wad_hotcoco(args):
     import hotcoco
-    enc = lambda m: hotcoco.mask.encode(m.astype(np.uint8))
+    def enc(m): return hotcoco.mask.encode(m.astype(np.uint8))
     spent, images, anns, dets = _coco_from_frames(args, enc)
     t, ap = _hotcoco_eval(images, anns, dets, hotcoco.mask.area)
     return dict(encode=spent, evaluate=t, ap=ap)
@@ -153,8 +165,9 @@ def _ellipse(shape, cy, cx, ry, rx):
 
 
 def coco_set(n_images, n_objects, n_dets, shape, seed=0, crowd_rate=0.3):
-    """A COCO segm ground truth dict and a results list (compressed RLE strings, clinseg's encoder). The true objects are
-    ellipses drawn independently, so they overlap one another as COCO annotations may; some images have a crowd region;
+    """A COCO segm ground truth dict and a results list (compressed RLE strings, clinseg's encoder). The true objects
+    are ellipses drawn independently, so they overlap one another as COCO annotations may; some images have a crowd
+    region;
     the detections are jittered copies of most objects (5% with the wrong class), the rest random ellipses."""
     from clinseg.runs import mask_to_runs
     from clinseg.coco import runs_to_coco_counts, coco_string
@@ -172,11 +185,14 @@ def coco_set(n_images, n_objects, n_dets, shape, seed=0, crowd_rate=0.3):
             e = (rng.uniform(0, H), rng.uniform(0, W), rng.uniform(8, 50) * scale, rng.uniform(8, 50) * scale)
             m = _ellipse(shape, *e)
             if not m.any(): continue
-            c = int(rng.choice(COCO_CLASSES)); objs.append((c, e))
-            anns.append(dict(id=len(anns) + 1, image_id=i + 1, category_id=c, segmentation=rle(m), area=float(m.sum()), iscrowd=0))
+            c = int(rng.choice(COCO_CLASSES))
+            objs.append((c, e))
+            anns.append(dict(id=len(anns) + 1, image_id=i + 1, category_id=c, segmentation=rle(m), area=float(m.sum()),
+                             iscrowd=0))
         if rng.random() < crowd_rate:
             m = _ellipse(shape, rng.uniform(0, H), rng.uniform(0, W), 60 * scale, 90 * scale)
-            anns.append(dict(id=len(anns) + 1, image_id=i + 1, category_id=int(rng.choice(COCO_CLASSES)), segmentation=rle(m),
+            anns.append(dict(id=len(anns) + 1, image_id=i + 1, category_id=int(rng.choice(COCO_CLASSES)),
+                             segmentation=rle(m),
                              area=float(m.sum()), iscrowd=1))
         made = 0
         for c, (cy, cx, ry, rx) in objs:
@@ -186,12 +202,16 @@ def coco_set(n_images, n_objects, n_dets, shape, seed=0, crowd_rate=0.3):
             if not m.any(): continue
             k = c if rng.random() > 0.05 else int(rng.choice(COCO_CLASSES))
             score = round(float(np.clip(1 - np.abs(j).sum() + rng.normal(0, 0.1), 0.01, 1)), 3)
-            dets.append(dict(image_id=i + 1, category_id=k, score=score, segmentation=rle(m))); made += 1
+            dets.append(dict(image_id=i + 1, category_id=k, score=score, segmentation=rle(m)))
+            made += 1
         while made < n_dets:
-            m = _ellipse(shape, rng.uniform(0, H), rng.uniform(0, W), rng.uniform(8, 50) * scale, rng.uniform(8, 50) * scale)
+            m = _ellipse(shape, rng.uniform(0, H), rng.uniform(0, W), rng.uniform(8, 50) * scale,
+                         rng.uniform(8, 50) * scale)
             if not m.any(): continue
-            dets.append(dict(image_id=i + 1, category_id=int(rng.choice(COCO_CLASSES)), score=round(float(rng.uniform(0.01, 0.7)), 3),
-                             segmentation=rle(m))); made += 1
+            dets.append(dict(image_id=i + 1, category_id=int(rng.choice(COCO_CLASSES)),
+                             score=round(float(rng.uniform(0.01, 0.7)), 3),
+                             segmentation=rle(m)))
+            made += 1
     return dict(images=images, annotations=anns, categories=[dict(id=c, name=str(c)) for c in COCO_CLASSES]), dets
 
 
@@ -200,7 +220,8 @@ def overlapping_images(gt):
     from clinseg.coco import coco_rles_to_runs
     from clinseg.objects import find_overlaps
     by = {}
-    for a, r in zip(gt["annotations"], coco_rles_to_runs([a["segmentation"] for a in gt["annotations"]])): by.setdefault(a["image_id"], []).append(r)
+    runs_of = coco_rles_to_runs([a["segmentation"] for a in gt["annotations"]])
+    for a, r in zip(gt["annotations"], runs_of): by.setdefault(a["image_id"], []).append(r)
     return sum(find_overlaps(runs)[0].size > 0 for runs in by.values())
 
 
@@ -212,7 +233,8 @@ def coco_clinseg(gt, dets):
 
 
 def coco_clinseg_records(gt, dets):
-    "clinseg from the same dicts through the general path: decode every string to its own runs, one ImageTruth per image from lists of runs, prediction records"
+    ("clinseg from the same dicts through the general path: decode every string to its own runs, one ImageTruth per "
+     "image from lists of runs, prediction records")
     from clinseg.predictions import ImageTruth
     from clinseg.ap import average_precision, COCO_THRESHOLDS
     from clinseg.coco import coco_rles_to_runs
@@ -220,20 +242,25 @@ def coco_clinseg_records(gt, dets):
     runs = coco_rles_to_runs([a["segmentation"] for a in anns])
     by_image = {im["id"]: [] for im in gt["images"]}
     for a, r in zip(anns, runs): by_image[a["image_id"]].append((a, r))
-    truth = {im["id"]: ImageTruth((im["height"], im["width"]), [r for _, r in by_image[im["id"]]], [a["category_id"] for a, _ in by_image[im["id"]]],
-                                  [bool(a["iscrowd"]) for a, _ in by_image[im["id"]]], area=[a["area"] for a, _ in by_image[im["id"]]])
+    truth = {im["id"]: ImageTruth((im["height"], im["width"]), [r for _, r in by_image[im["id"]]],
+                                  [a["category_id"] for a, _ in by_image[im["id"]]],
+                                  [bool(a["iscrowd"]) for a, _ in by_image[im["id"]]],
+                                  area=[a["area"] for a, _ in by_image[im["id"]]])
              for im in gt["images"]}
     pruns = coco_rles_to_runs([d["segmentation"] for d in dets])
     records = [(d["image_id"], d["category_id"], d["score"], r) for d, r in zip(dets, pruns)]
-    res = average_precision(truth, records, thresholds=COCO_THRESHOLDS, classes=[c["id"] for c in gt["categories"]], compare=">=",
+    res = average_precision(truth, records, thresholds=COCO_THRESHOLDS, classes=[c["id"] for c in gt["categories"]],
+                            compare=">=",
                             ignore_overlap="area", max_dets=100, area_range=(0, 1e10), order="F")
     return res.ap, res.per_class
 
 
 def coco_decode_only(gt, dets):
-    "The part of `coco_clinseg` that decodes the strings (chapter 3's `coco_rles_to_objects`, as `coco_average_precision` calls it), for the breakdown"
+    ("The part of `coco_clinseg` that decodes the strings (chapter 3's `coco_rles_to_objects`, as "
+     "`coco_average_precision` calls it), for the breakdown")
     from clinseg.coco import coco_rles_to_objects
-    coco_rles_to_objects([a["segmentation"] for a in gt["annotations"]]); coco_rles_to_objects([d["segmentation"] for d in dets])
+    coco_rles_to_objects([a["segmentation"] for a in gt["annotations"]])
+    coco_rles_to_objects([d["segmentation"] for d in dets])
     return None
 
 
@@ -243,8 +270,11 @@ def _cocoeval(COCO, COCOeval, gt, dets, **kw):
     with contextlib.redirect_stdout(io.StringIO()):
         g.createIndex()
         E = COCOeval(g, g.loadRes(dets), "segm", **kw)
-        E.evaluate(); E.accumulate(); E.summarize()
-    p = E.eval["precision"][:, :, :, 0, 2]                     # thresholds x recall levels x classes, area all, maxDets 100
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
+    # thresholds x recall levels x classes, area all, maxDets 100
+    p = E.eval["precision"][:, :, :, 0, 2]
     return float(E.stats[0]), np.where((p > -1).all(1), p.mean(1), np.nan).T
 
 
@@ -264,11 +294,15 @@ def coco_hotcoco(gt, dets):
     g = hotcoco.COCO(gt)
     E = hotcoco.COCOeval(g, g.load_res(dets), "segm")
     with contextlib.redirect_stdout(io.StringIO()):
-        E.evaluate(); E.accumulate(); E.summarize()
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
     return float(E.stats[0]), None
 
 
-COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: records": coco_clinseg_records, "clinseg: decoding only": coco_decode_only, "pycocotools": coco_pycocotools, "faster-coco-eval": coco_faster, "hotcoco": coco_hotcoco}
+COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: records": coco_clinseg_records,
+              "clinseg: decoding only": coco_decode_only, "pycocotools": coco_pycocotools,
+              "faster-coco-eval": coco_faster, "hotcoco": coco_hotcoco}
 PEER_MODULES = {"pycocotools": "pycocotools", "faster-coco-eval": "faster_coco_eval", "hotcoco": "hotcoco"}
 
 
@@ -290,8 +324,10 @@ def cpu_and_wall(tool, gt, dets, rounds):
     for _ in range(rounds):
         g, d = copy.deepcopy(gt), copy.deepcopy(dets)
         gc.collect()
-        c0, w0 = time.process_time(), time.perf_counter(); COCO_TOOLS[tool](g, d)
-        cpu.append(time.process_time() - c0); wall.append(time.perf_counter() - w0)
+        c0, w0 = time.process_time(), time.perf_counter()
+        COCO_TOOLS[tool](g, d)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
     return float(np.median(cpu)), float(np.median(wall))
 
 
@@ -307,7 +343,9 @@ def paired_rounds(tools, gt, dets, rounds):
             g, d = copy.deepcopy(gt), copy.deepcopy(dets)
             gc.collect()
             f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            t0 = time.perf_counter(); results[t] = COCO_TOOLS[t](g, d); times[t].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            results[t] = COCO_TOOLS[t](g, d)
+            times[t].append(time.perf_counter() - t0)
             faults[t].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     return times, results, faults
 
@@ -317,35 +355,48 @@ def check_agreement(name, results):
     if "pycocotools" not in results: return "pycocotools not installed: nothing to compare"
     ref_ap, ref_per = results["pycocotools"]
     for t, (ap, _) in ((t, r) for t, r in results.items() if r is not None):
-        if not abs(ap - ref_ap) <= 1e-12: raise AssertionError(f"{name}: {t} AP {ap!r} differs from pycocotools' {ref_ap!r}")
+        if not abs(ap - ref_ap) <= 1e-12: raise AssertionError(f"{name}: {t} AP {ap!r} differs from pycocotools' "
+                                                               f"{ref_ap!r}")
     for t in ("clinseg", "clinseg: records"):
         per = results[t][1]
-        if not (np.array_equal(np.isnan(per), np.isnan(ref_per)) and np.allclose(per[~np.isnan(per)], ref_per[~np.isnan(ref_per)], rtol=0, atol=1e-12)):
+        same_nan = np.array_equal(np.isnan(per), np.isnan(ref_per))
+        if not (same_nan and np.allclose(per[~np.isnan(per)], ref_per[~np.isnan(ref_per)], rtol=0, atol=1e-12)):
             raise AssertionError(f"{name}: {t}: AP per class and threshold differs from COCOeval's")
     return f"AP {ref_ap:.12f}: every tool within 1e-12 of pycocotools, clinseg on every class and threshold too"
 
 
 def coco_part(args):
     sets = QUICK_SETS if args.quick else COCO_SETS
-    tools = ["clinseg", "clinseg: records", "clinseg: decoding only"] + [t for t, m in PEER_MODULES.items() if importlib.util.find_spec(m)]
+    tools = (["clinseg", "clinseg: records", "clinseg: decoding only"]
+             + [t for t, m in PEER_MODULES.items() if importlib.util.find_spec(m)])
     rounds = 2 if args.quick else args.rounds
-    t0 = time.perf_counter(); COCO_TOOLS["clinseg"](*coco_set(1, 3, 3, (20, 30), seed=99)); first = time.perf_counter() - t0
-    print(f"\n(b) COCO segm from a COCO dict and a results list (compressed RLE strings), {rounds} paired rounds, median [min-max]")
-    print(f"    clinseg's first call in this process (loading numba and its cached loops, or compiling them once): {1000 * first:.0f} ms")
+    t0 = time.perf_counter()
+    COCO_TOOLS["clinseg"](*coco_set(1, 3, 3, (20, 30), seed=99))
+    first = time.perf_counter() - t0
+    print(f"\n(b) COCO segm from a COCO dict and a results list (compressed RLE strings), {rounds} paired rounds, "
+          "median [min-max]")
+    print("    clinseg's first call in this process (loading numba and its cached loops, or compiling them once): "
+          f"{1000 * first:.0f} ms")
     for name, (n_img, n_obj, n_det, shape) in sets.items():
         gt, dets = coco_set(n_img, n_obj, n_det, shape, seed=1)
-        n_ann = len(gt["annotations"]); n_crowd = sum(a["iscrowd"] for a in gt["annotations"])
+        n_ann = len(gt["annotations"])
+        n_crowd = sum(a["iscrowd"] for a in gt["annotations"])
         load0 = os.getloadavg()[0]
         times, results, faults = paired_rounds(tools, gt, dets, rounds)
         load1 = os.getloadavg()[0]
-        print(f"\n{name}: {n_img} images {shape[0]}x{shape[1]}, {n_ann} true objects ({n_crowd} crowd regions; {overlapping_images(gt)} images with "
-              f"overlapping objects), {len(dets)} detections, {len(COCO_CLASSES)} classes; load average {load0:.1f} -> {load1:.1f}")
-        print("| tool | ms, median [min-max] | clinseg / tool, median of rounds [min-max] | fresh pages per call, median |\n|---|---|---|---|")
+        print(f"\n{name}: {n_img} images {shape[0]}x{shape[1]}, {n_ann} true objects ({n_crowd} crowd regions; "
+              f"{overlapping_images(gt)} images with "
+              f"overlapping objects), {len(dets)} detections, {len(COCO_CLASSES)} classes; load average {load0:.1f} -> "
+              f"{load1:.1f}")
+        print("| tool | ms, median [min-max] | clinseg / tool, median of rounds [min-max] | fresh pages per call, "
+              "median |\n|---|---|---|---|")
         base = np.array(times["clinseg"])
         for t in tools:
-            x = np.array(times[t]); r = base / x
+            x = np.array(times[t])
+            r = base / x
+            ratio = "-" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]"
             print(f"| {t} | {1000 * np.median(x):.1f} [{1000 * x.min():.1f}-{1000 * x.max():.1f}] | "
-                  + ("-" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]") + f" | {np.median(faults[t]):.0f} |")
+                  + ratio + f" | {np.median(faults[t]):.0f} |")
         print(check_agreement(name, results))
         for t in ("clinseg", "hotcoco"):
             if t in tools:
@@ -353,7 +404,8 @@ def coco_part(args):
                 print(f"    {t}: CPU {1000 * c:.1f} ms for {1000 * w:.1f} ms of wall time (medians of {rounds} calls)")
 
 
-WORKERS = {"wad:clinseg": wad_clinseg, "wad:pycocotools": wad_pycocotools, "wad:faster-coco-eval": wad_faster, "wad:hotcoco": wad_hotcoco}
+WORKERS = {"wad:clinseg": wad_clinseg, "wad:pycocotools": wad_pycocotools, "wad:faster-coco-eval": wad_faster,
+           "wad:hotcoco": wad_hotcoco}
 
 
 def run_worker(name, argv):
@@ -366,27 +418,36 @@ def run_worker(name, argv):
 
 
 def wad_part(args):
-    argv = [f"--frames={args.frames}", f"--height={args.height}", f"--width={args.width}", f"--truth={args.truth}", f"--preds={args.preds}"]
-    print(f"(a) {args.frames} frames {args.height}x{args.width}, ~{args.truth} true and ~{args.preds} predicted instances each, from dense masks "
+    argv = [f"--frames={args.frames}", f"--height={args.height}", f"--width={args.width}", f"--truth={args.truth}",
+            f"--preds={args.preds}"]
+    print(f"(a) {args.frames} frames {args.height}x{args.width}, ~{args.truth} true and ~{args.preds} predicted "
+          "instances each, from dense masks "
           f"(one run per tool, each in its own process; load average {os.getloadavg()[0]:.1f})")
     rows = {}
     for tool in ("clinseg", "pycocotools", "faster-coco-eval", "hotcoco"):
         r = run_worker(f"wad:{tool}", argv)
         if r: rows[tool] = r
     base = rows["clinseg"]["encode"] + rows["clinseg"]["evaluate"]
-    print(f"| tool | to runs / RLE (s) | evaluate (s) | total (s) | total vs clinseg | peak RSS (MB) | AP |\n|---|---|---|---|---|---|---|")
+    print("| tool | to runs / RLE (s) | evaluate (s) | total (s) | total vs clinseg | peak RSS (MB) | AP "
+          "|\n|---|---|---|---|---|---|---|")
     for tool, r in rows.items():
         tot = r["encode"] + r["evaluate"]
-        print(f"| {tool} | {r['encode']:.2f} | {r['evaluate']:.3f} | {tot:.2f} | {tot / base:.1f}x | {r['maxrss_mb']:.0f} | {r['ap']:.6f} |")
+        print(f"| {tool} | {r['encode']:.2f} | {r['evaluate']:.3f} | {tot:.2f} | {tot / base:.1f}x | "
+              f"{r['maxrss_mb']:.0f} | {r['ap']:.6f} |")
     for tool, r in rows.items():
-        if not abs(r["ap"] - rows["clinseg"]["ap"]) <= 1e-12: raise AssertionError(f"(a): {tool} AP {r['ap']!r} differs from clinseg's {rows['clinseg']['ap']!r}")
+        if not abs(r["ap"] - rows["clinseg"]["ap"]) <= 1e-12:
+            raise AssertionError(f"(a): {tool} AP {r['ap']!r} differs from clinseg's {rows['clinseg']['ap']!r}")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small inputs, a few seconds, still checking that every tool gives the same AP (CI runs it)")
-    p.add_argument("--frames", type=int, default=20); p.add_argument("--height", type=int, default=2710); p.add_argument("--width", type=int, default=3384)
-    p.add_argument("--truth", type=int, default=30); p.add_argument("--preds", type=int, default=50)
+    p.add_argument("--quick", action="store_true",
+                   help="small inputs, a few seconds, still checking that every tool gives the same AP (CI runs it)")
+    p.add_argument("--frames", type=int, default=20)
+    p.add_argument("--height", type=int, default=2710)
+    p.add_argument("--width", type=int, default=3384)
+    p.add_argument("--truth", type=int, default=30)
+    p.add_argument("--preds", type=int, default=50)
     p.add_argument("--rounds", type=int, default=5, help="paired rounds of (b)")
     p.add_argument("--only", choices=["wad", "coco"], help="run one part")
     p.add_argument("--worker")
@@ -395,7 +456,8 @@ def main():
     if args.worker:
         out = WORKERS[args.worker](args)
         out["maxrss_mb"] = maxrss_mb()
-        print(json.dumps(out)); return
+        print(json.dumps(out))
+        return
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()) + f"; {os.cpu_count()} cores")
     if args.only != "coco": wad_part(args)
     if args.only != "wad": coco_part(args)

@@ -21,7 +21,8 @@ READERS = {
     "plain loop + HU float32": "import numpy as np, pydicom\n"
                                "def hu(f):\n"
                                "    d = pydicom.dcmread(f)\n"
-                               "    return d.pixel_array.astype(np.float32) * float(d.RescaleSlope) + float(d.RescaleIntercept)\n"
+                               "    return d.pixel_array.astype(np.float32) * float(d.RescaleSlope) + "
+                               "float(d.RescaleIntercept)\n"
                                "vol = np.stack([hu(f) for f in files])",
     "clinseg read_dicom_series": "from clinseg.ct import read_dicom_series\n"
                                  "vol = read_dicom_series(folder).hu",
@@ -62,28 +63,34 @@ def time_readers(folder, rounds):
     times = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            t = time.perf_counter(); fn(); times[name].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
     return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
 
 
 def check_agree(folder):
-    "The readers give the same slices: clinseg's HU equals the plain loop + HU sorted by slice position (the phantom shuffles the file names)"
+    ("The readers give the same slices: clinseg's HU equals the plain loop + HU sorted by slice position (the phantom "
+     "shuffles the file names)")
     import numpy as np, pydicom
     from clinseg.ct import read_dicom_series
     slices = []
     for f in sorted(folder.iterdir()):
         d = pydicom.dcmread(f)
-        slices.append((float(d.ImagePositionPatient[2]), d.pixel_array.astype(np.float32) * float(d.RescaleSlope) + float(d.RescaleIntercept)))
+        slices.append((float(d.ImagePositionPatient[2]),
+                       d.pixel_array.astype(np.float32) * float(d.RescaleSlope) + float(d.RescaleIntercept)))
     plain = np.stack([a for _, a in sorted(slices, key=lambda x: x[0])])
     ours = read_dicom_series(folder).hu
     same = ours.shape == plain.shape and (np.array_equal(ours, plain) or np.array_equal(ours, plain[::-1]))
     assert same, "clinseg's HU volume differs from the plain loop's (sorted by ImagePositionPatient)"
-    print(f"pydicom {pydicom.__version__}, numpy {np.__version__}: volumes agree ({'x'.join(map(str, ours.shape))}, {ours.dtype})")
+    print(f"pydicom {pydicom.__version__}, numpy {np.__version__}: volumes agree ({'x'.join(map(str, ours.shape))}, "
+          f"{ours.dtype})")
 
 
 def memory_of(folder, code):
     "Peak traced memory and maxrss growth (bytes) of one reader in a fresh process"
-    res = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(folder)], input=code, capture_output=True, text=True, check=True)
+    res = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(folder)], input=code, capture_output=True, text=True,
+                         check=True)
     return json.loads(res.stdout)
 
 
@@ -107,12 +114,15 @@ def main():
         secs = time_readers(folder, args.rounds)
         mem = {name: memory_of(folder, code) for name, code in READERS.items()}
     base, base_med = secs["plain loop"]
-    print(f"\nfloat32 volume: {volume / 2**20:.0f} MiB; best and median of {args.rounds} rounds; memory in a fresh process each\n")
-    print("| reader | best (s) | ratio to plain loop | median (s) | ratio of medians | peak traced memory (× volume) | peak RSS growth (× volume) |")
+    print(f"\nfloat32 volume: {volume / 2**20:.0f} MiB; best and median of {args.rounds} rounds; memory in a fresh "
+          "process each\n")
+    print("| reader | best (s) | ratio to plain loop | median (s) | ratio of medians | peak traced memory (× volume) | "
+          "peak RSS growth (× volume) |")
     print("|---|---|---|---|---|---|---|")
     for name in READERS:
         best, med = secs[name]
-        print(f"| {name} | {best:.3f} | {best / base:.2f} | {med:.3f} | {med / base_med:.2f} | {mem[name]['peak'] / volume:.2f} | {mem[name]['rss'] / volume:.2f} |")
+        print(f"| {name} | {best:.3f} | {best / base:.2f} | {med:.3f} | {med / base_med:.2f} | "
+              f"{mem[name]['peak'] / volume:.2f} | {mem[name]['rss'] / volume:.2f} |")
     ratio = secs["clinseg read_dicom_series"][0] / base
     peak = max(mem["clinseg read_dicom_series"]["peak"], mem["clinseg read_dicom_series"]["rss"]) / volume
     print(f"\ngoal ratio ≤ 1.05: {'met' if ratio <= 1.05 else 'NOT met'} ({ratio:.2f}); "

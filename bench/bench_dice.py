@@ -17,7 +17,8 @@ Contenders, on the same arrays:
   must do);
 - clinseg `dice(a, b)` (its compiled loop when numba is installed), and the same with `CLINSEG_NO_NUMBA=1` (its
   numpy engine);
-- naive `2 * (a & b).sum() / (a.sum() + b.sum())`; numpy `2 * count_nonzero(a & b) / (count_nonzero(a) + count_nonzero(b))`;
+- naive `2 * (a & b).sum() / (a.sum() + b.sum())`;
+  numpy `2 * count_nonzero(a & b) / (count_nonzero(a) + count_nonzero(b))`;
 - medpy `medpy.metric.binary.dc(a, b)` when medpy is importable (it is not a clinseg dependency).
 Every contender's Dice is checked equal (to 1e-12) before timing. Each round times every contender once, the order
 shuffled from round to round (seeded), so that no contender always runs right after the same one; a contender's ratio
@@ -30,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # run from a checkout without installing
-from clinseg.dice import dice
+from clinseg.dice import dice  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from volumes import KITS, KITS_MISSING, spheres   # noqa: E402
@@ -73,7 +74,8 @@ def contenders():
            "clinseg dice": dice,
            "clinseg dice, numpy engine (CLINSEG_NO_NUMBA=1)": numpy_engine,
            "naive 2*(a&b).sum()/(a.sum()+b.sum())": lambda a, b: 2 * (a & b).sum() / (a.sum() + b.sum()),
-           "numpy count_nonzero one-liner": lambda a, b: 2 * np.count_nonzero(a & b) / (np.count_nonzero(a) + np.count_nonzero(b))}
+           "numpy count_nonzero one-liner": lambda a,
+           b: 2 * np.count_nonzero(a & b) / (np.count_nonzero(a) + np.count_nonzero(b))}
     try:
         import medpy
         from medpy.metric.binary import dc
@@ -90,7 +92,9 @@ def paired(funcs, a, b, rounds):
     for f in funcs.values(): f(a, b)   # warm-up (and the compiled loop's first call)
     for r in range(rounds):
         for n in np.random.default_rng(r).permutation(names).tolist():
-            t0 = time.perf_counter(); funcs[n](a, b); times[n].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            funcs[n](a, b)
+            times[n].append(time.perf_counter() - t0)
     return times
 
 
@@ -98,7 +102,8 @@ def versions():
     import platform
     out = [f"python {platform.python_version()}", f"numpy {np.__version__}"]
     try:
-        import numba; out.append(f"numba {numba.__version__}")
+        import numba
+        out.append(f"numba {numba.__version__}")
     except ImportError: out.append("numba not installed (clinseg's numpy engine runs)")
     return ", ".join(out)
 
@@ -130,7 +135,9 @@ def main(quick, rounds):
         cells = []
         for name in funcs:
             t = statistics.median(times[name]) * 1e3
-            if name == floor: cells.append(f"{t:.2f} ms"); continue
+            if name == floor:
+                cells.append(f"{t:.2f} ms")
+                continue
             r = [x / y for x, y in zip(times[name], times[floor])]
             cells.append(f"{t:.2f} ms, {statistics.median(r):.2f}× ({min(r):.2f}–{max(r):.2f})")
             if name == "clinseg dice": summary.append(f"{case}: clinseg dice {statistics.median(r):.2f}× the floor")
@@ -145,7 +152,8 @@ def main(quick, rounds):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small volumes, a few rounds (seconds): checks every contender agrees")
+    ap.add_argument("--quick", action="store_true",
+                    help="small volumes, a few rounds (seconds): checks every contender agrees")
     ap.add_argument("--rounds", type=int, default=None, help="paired rounds (default 15, 3 with --quick)")
     args = ap.parse_args()
     main(args.quick, args.rounds or (3 if args.quick else 15))

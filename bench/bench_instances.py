@@ -30,11 +30,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # run from a checkout without installing
-from clinseg.rle import parse_runs
-from clinseg.instances import iou_matrix, label_to_runs, runs_to_labels
-from clinseg.dsb_metric import dsb_image_score, reference_histogram_score, synthetic_nuclei, synthetic_prediction
+from clinseg.rle import parse_runs  # noqa: E402
+from clinseg.instances import iou_matrix, label_to_runs, runs_to_labels  # noqa: E402
+from clinseg.iou_sweep import (reference_histogram_score, sweep_image_score, synthetic_nuclei,  # noqa: E402
+                               synthetic_prediction)
 
-from clinseg.samples import missing_sample, real_sample
+from clinseg.samples import missing_sample, real_sample  # noqa: E402
 
 BASELINE_PARTS = ("external", "3e601b58fe87fa320559d95010dd6e31758c46e8")   # rcnn-396.csv, LB 0.396
 
@@ -45,7 +46,9 @@ def paired(funcs, rounds):
     times = {n: [] for n in names}
     for r in range(rounds):
         for n in np.random.default_rng(r).permutation(names).tolist():
-            t0 = time.perf_counter(); funcs[n](); times[n].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            funcs[n]()
+            times[n].append(time.perf_counter() - t0)
     return times
 
 
@@ -93,24 +96,30 @@ def bench_dsb(quick, rounds):
         tr = [parse_runs(x, "dsb2018", shape) for x in texts]
         pr = [parse_runs(x, "dsb2018", shape) for x in preds.get(k, [])]
         t, p = runs_to_labels(tr, shape, "F"), runs_to_labels(pr, shape, "F")   # labels 1..N: the peer is right on them
-        T.append(np.ascontiguousarray(t)); TF.append(np.asfortranarray(t)); P.append(np.ascontiguousarray(p))
-        TR.append(tr); PR.append(pr)
-        TM.append([t == i for i in range(1, t.max() + 1)]); PM.append([p == i for i in range(1, p.max() + 1)])
+        T.append(np.ascontiguousarray(t))
+        TF.append(np.asfortranarray(t))
+        P.append(np.ascontiguousarray(p))
+        TR.append(tr)
+        PR.append(pr)
+        TM.append([t == i for i in range(1, t.max() + 1)])
+        PM.append([p == i for i in range(1, p.max() + 1)])
     ref = [reference_histogram_score(t, p) for t, p in zip(T, P)]
     funcs = {
         "histogram2d kernel, label images": lambda: [reference_histogram_score(t, p) for t, p in zip(T, P)],
-        "clinseg, label images (C/C)": lambda: [dsb_image_score(t, p).score for t, p in zip(T, P)],
-        "clinseg, label images (truth F / pred C)": lambda: [dsb_image_score(t, p).score for t, p in zip(TF, P)],
-        "clinseg, runs": lambda: [dsb_image_score(t, p, order="F").score for t, p in zip(TR, PR)],
+        "clinseg, label images (C/C)": lambda: [sweep_image_score(t, p).score for t, p in zip(T, P)],
+        "clinseg, label images (truth F / pred C)": lambda: [sweep_image_score(t, p).score for t, p in zip(TF, P)],
+        "clinseg, runs": lambda: [sweep_image_score(t, p, order="F").score for t, p in zip(TR, PR)],
     }
-    mask_lists = lambda: [dsb_image_score(t, p).score for t, p in zip(TM, PM)]   # timed in its own rounds below: its 1.1 GB of masks
-                                                                                # would evict the label images of the rounds above
+    # timed in its own rounds below: its 1.1 GB of masks would evict the label images of the rounds above
+    def mask_lists(): return [sweep_image_score(t, p).score for t, p in zip(TM, PM)]
     for name, f in list(funcs.items()) + [("clinseg, lists of dense masks", mask_lists)]:
         got = f()
         assert np.abs(np.subtract(got, ref)).max() < 1e-12, (name, np.abs(np.subtract(got, ref)).max())
     masks_peer = {"histogram2d kernel, from the mask lists (labels[mask] = k + 1 first)":
-                      lambda: [reference_histogram_score(paint(t, t[0].shape), paint(p, p[0].shape)) for t, p in zip(TM, PM)],
-                  "floor: reading every mask once (np.count_nonzero)": lambda: [np.count_nonzero(m) for ms in TM + PM for m in ms],
+                      lambda: [reference_histogram_score(paint(t, t[0].shape), paint(p, p[0].shape)) for t,
+                               p in zip(TM, PM)],
+                  "floor: reading every mask once (np.count_nonzero)":
+                      lambda: [np.count_nonzero(m) for ms in TM + PM for m in ms],
                   "clinseg, lists of dense masks": mask_lists}
     for f in list(funcs.values()) + list(masks_peer.values()): f()   # warm-up (and compiled loops' first calls)
     px = sum(t.size for t in T) / 1e6
@@ -123,7 +132,8 @@ def bench_dsb(quick, rounds):
     pk = list(masks_peer)
     lines += rows_from({pk[0]: t2[pk[0]], pk[1]: t2[pk[1]], pk[2]: t2[pk[2]]}, {pk[2]: pk[0]}, f"{len(keys)} images")
     fl = [c / f for c, f in zip(t2[pk[2]], t2[pk[1]])]
-    lines.append(f"| clinseg, lists of dense masks ÷ the floor of reading them | | | {statistics.median(fl):.2f}× ({min(fl):.2f}–{max(fl):.2f}) |")
+    lines.append(f"| clinseg, lists of dense masks ÷ the floor of reading them | | | {statistics.median(fl):.2f}× "
+                 f"({min(fl):.2f}–{max(fl):.2f}) |")
     return lines
 
 
@@ -133,19 +143,21 @@ def bench_iou(quick, rounds):
         from importlib.metadata import version
         coco_version = version("pycocotools")
     except ImportError:
-        print("skipped the pycocotools part: pycocotools is not installed (pip install pycocotools)"); return []
+        print("skipped the pycocotools part: pycocotools is not installed (pip install pycocotools)")
+        return []
     shape, n = ((256, 256), 60) if quick else ((1024, 1024), 300)
     _, truth = synthetic_nuclei(shape, n, seed=1)
     pred = synthetic_prediction(truth, seed=2, miss=0, extra=0)
     t_ids, t_runs = label_to_runs(truth, "F")
     p_ids, p_runs = label_to_runs(pred, "F")
-    encode = lambda labels, ids: [cocomask.encode(np.asfortranarray(labels == k, dtype=np.uint8)) for k in ids]
+    def encode(labels, ids): return [cocomask.encode(np.asfortranarray(labels == k, dtype=np.uint8)) for k in ids]
     gt, dt = encode(truth, t_ids), encode(pred, p_ids)
     coco = cocomask.iou(dt, gt, [0] * len(gt))
     for got in (iou_matrix(truth, pred)[0], iou_matrix(t_runs, p_runs)[0]):
         assert np.abs(coco.T - got).max() < 1e-12
     reps = 10
-    funcs = {f"pycocotools {coco_version} mask.iou, COCO RLE (x{reps})": lambda: [cocomask.iou(dt, gt, [0] * len(gt)) for _ in range(reps)],
+    funcs = {f"pycocotools {coco_version} mask.iou, COCO RLE (x{reps})":
+                 lambda: [cocomask.iou(dt, gt, [0] * len(gt)) for _ in range(reps)],
              f"clinseg iou_matrix, label images (x{reps})": lambda: [iou_matrix(truth, pred) for _ in range(reps)],
              f"clinseg iou_matrix, runs (x{reps})": lambda: [iou_matrix(t_runs, p_runs) for _ in range(reps)]}
     for f in funcs.values(): f()
@@ -155,12 +167,14 @@ def bench_iou(quick, rounds):
     e2e = {f"pycocotools {coco_version}: encode every object of two label images, then mask.iou":
                lambda: cocomask.iou(encode(pred, p_ids), encode(truth, t_ids), [0] * len(t_ids)),
            "clinseg iou_matrix from the two label images": lambda: iou_matrix(truth, pred),
-           f"pycocotools {coco_version}: mask.encode, one call per object of a label image": lambda: encode(truth, t_ids),
+           f"pycocotools {coco_version}: mask.encode, one call per object of a label image":
+               lambda: encode(truth, t_ids),
            "clinseg label_to_runs: every object of a label image, one pass": lambda: label_to_runs(truth, "F"),
            f"pycocotools {coco_version}: encode every dense mask of two lists, then mask.iou":
                lambda: cocomask.iou([cocomask.encode(m) for m in pm], [cocomask.encode(m) for m in tm], [0] * len(tm)),
            "clinseg iou_matrix from the two lists of dense masks": lambda: iou_matrix(tm, pm)}
-    tm = [np.asfortranarray(truth == k) for k in t_ids]   # pycocotools wants Fortran-ordered masks: both get the same lists
+    # pycocotools wants Fortran-ordered masks: both get the same lists
+    tm = [np.asfortranarray(truth == k) for k in t_ids]
     pm = [np.asfortranarray(pred == k) for k in p_ids]
     assert np.abs(e2e[list(e2e)[4]]().T - iou_matrix(tm, pm)[0]).max() < 1e-12
     k = list(e2e)
@@ -171,19 +185,22 @@ def versions():
     import platform
     out = [f"python {platform.python_version()}", f"numpy {np.__version__}"]
     try:
-        import numba; out.append(f"numba {numba.__version__}")
+        import numba
+        out.append(f"numba {numba.__version__}")
     except ImportError: out.append("numba not installed (clinseg's numpy engines run)")
     return ", ".join(out)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a few images, small IoU matrix, 3 rounds (seconds): results checked")
+    ap.add_argument("--quick", action="store_true",
+                    help="a few images, small IoU matrix, 3 rounds (seconds): results checked")
     ap.add_argument("--rounds", type=int, default=None, help="paired rounds (default 7, 3 with --quick)")
     args = ap.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
     print(f"{versions()}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {rounds} paired rounds")
     lines = bench_dsb(args.quick, rounds) + bench_iou(args.quick, rounds)
-    print("\n| task | input | median time (ms) | speed-up: peer time ÷ clinseg time, median (range) |\n|---|---|---:|---|")
+    print("\n| task | input | median time (ms) | speed-up: peer time ÷ clinseg time, median (range) "
+          "|\n|---|---|---:|---|")
     print("\n".join(lines))
     print(f"load average after: {os.getloadavg()[0]:.2f}")

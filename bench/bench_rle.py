@@ -1,4 +1,4 @@
-"""Speed of clinseg's RLE against pycocotools, hotcoco and rlemasklib (and the classic numpy idiom), same inputs, one run.
+"""Speed of clinseg's RLE against pycocotools, hotcoco, rlemasklib and the classic numpy idiom, same inputs, one run.
 
     python bench/bench_rle.py [--rounds N] [--quick]
 
@@ -19,13 +19,14 @@ min-max range, each ratio (clinseg / peer, below 1 clinseg is faster) the median
 range. `--quick`: small inputs, a few rounds, and every result checked against the peers (identical COCO strings,
 identical masks back), so a broken benchmark fails.
 """
-import argparse, math, os, platform, sys, time
+import argparse, math, os, platform, time
 from importlib.metadata import version
 import numpy as np
 from pycocotools import mask as coco_mask
 from hotcoco import mask as hot_mask
 import rlemasklib
-from clinseg.rle import encode, decode, parse_runs, runs_to_mask
+from clinseg.rle import encode, decode
+from clinseg.runs import runs_to_mask
 from clinseg.coco import coco_rles_to_objects
 from clinseg.kernels import numba_available
 
@@ -72,7 +73,9 @@ def coco_contenders(m):
             "rlemasklib": (lambda: rlemasklib.encode(m), rlemasklib.decode),
         }
     shape = m.shape[1:]
-    def clinseg_decode(texts):   # every string read by one call (`coco_rles_to_objects`), each run moved to its slice, one fill of an (h, w, n) stack
+    # every string read by one call (`coco_rles_to_objects`), each run moved to its slice, one fill of an (h, w, n)
+    # stack
+    def clinseg_decode(texts):
         o = coco_rles_to_objects([{"counts": t, "size": list(shape)} for t in texts])
         return runs_to_mask(o.starts + o.owner * math.prod(shape), o.lengths, (*shape, len(texts)), "F")
     return {
@@ -86,7 +89,8 @@ def coco_contenders(m):
 def as_strings(result):
     "COCO strings of a contender's encode result, for comparison"
     items = result if isinstance(result, list) else [result]
-    return [(r["counts"].decode() if isinstance(r["counts"], bytes) else r["counts"]) if isinstance(r, dict) else r for r in items]
+    return [(r["counts"].decode() if isinstance(r["counts"], bytes) else r["counts"]) if isinstance(r, dict) else r
+            for r in items]
 
 
 def as_volume(mask, like):
@@ -104,7 +108,8 @@ def check(m, enc, dec):
 
 
 def paired(fns, rounds, reps):
-    "Times of each function over `rounds` rounds (each the mean of `reps` calls), every function once per round, order shuffled"
+    ("Times of each function over `rounds` rounds (each the mean of `reps` calls), every function once per round, "
+     "order shuffled")
     names = list(fns)
     times = {n: [] for n in names}
     for r in range(rounds):
@@ -141,7 +146,8 @@ def run(quick, rounds):
         check(m, enc, dec)
         te = summary(paired({who: e for who, (e, _) in fns.items()}, rounds, reps))
         td = summary(paired({who: (lambda w=who: fns[w][1](enc[w])) for who in fns}, rounds, reps))
-        for who in fns: rows.append((label, runs, f"{who}: COCO {'string' if m.ndim == 2 else 'string per slice'}", te[who], td[who]))
+        for who in fns: rows.append((label, runs, f"{who}: COCO {'string' if m.ndim == 2 else 'string per slice'}",
+                                     te[who], td[who]))
         convs = [("neopolyp", "C"), ("dsb2018", "F")] if m.ndim == 2 else [("hw2", "C")]
         for conv, order in convs:
             text = encode(m, conv)
@@ -151,7 +157,8 @@ def run(quick, rounds):
             if cls_enc is not None and m.size < 5e6:   # the classic idiom on the 2-D masks only (seconds on a volume)
                 assert cls_enc() == text, f"classic idiom differs from clinseg {conv}"
                 te = summary(paired({"clinseg": lambda: encode(m, conv), "classic": cls_enc}, rounds, reps))
-                td = summary(paired({"clinseg": lambda: decode(text, m.shape, conv), "classic": lambda: classic_decode(text, m.shape, order)}, rounds, reps))
+                td = summary(paired({"clinseg": lambda: decode(text, m.shape, conv),
+                                     "classic": lambda: classic_decode(text, m.shape, order)}, rounds, reps))
                 rows.append((label, runs, f"clinseg: {conv} text", te["clinseg"], td["clinseg"]))
                 rows.append((label, runs, f"classic idiom: {conv} text", te["classic"], td["classic"]))
             else:
@@ -162,9 +169,10 @@ def run(quick, rounds):
 
 
 def table(rows):
-    ms = lambda s: f"{s[0] * 1e3:.3g} ({s[1] * 1e3:.3g}–{s[2] * 1e3:.3g})"
-    ratio = lambda s: "" if s[3] == 1 and s[4] == 1 else f"{s[3]:.2f} ({s[4]:.2f}–{s[5]:.2f})"
-    out = ["| input | runs | contender | encode ms | clinseg ÷ it | decode ms | clinseg ÷ it |", "|---|---|---|---|---|---|---|"]
+    def ms(s): return f"{s[0] * 1e3:.3g} ({s[1] * 1e3:.3g}–{s[2] * 1e3:.3g})"
+    def ratio(s): return "" if s[3] == 1 and s[4] == 1 else f"{s[3]:.2f} ({s[4]:.2f}–{s[5]:.2f})"
+    out = ["| input | runs | contender | encode ms | clinseg ÷ it | decode ms | clinseg ÷ it |",
+           "|---|---|---|---|---|---|---|"]
     for label, runs, who, te, td in rows:
         out.append(f"| {label} | {runs:,} | {who} | {ms(te)} | {ratio(te)} | {ms(td)} | {ratio(td)} |")
     return "\n".join(out)
@@ -173,7 +181,8 @@ def table(rows):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=None, help="paired rounds (default 7, 3 with --quick)")
-    ap.add_argument("--quick", action="store_true", help="small inputs, a few rounds, results checked against the peers")
+    ap.add_argument("--quick", action="store_true",
+                    help="small inputs, a few rounds, results checked against the peers")
     args = ap.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
     versions = ", ".join(f"{p} {version(p)}" for p in ["numpy", "numba", "pycocotools", "hotcoco", "rlemasklib"])
@@ -182,5 +191,6 @@ if __name__ == "__main__":
     t0 = time.perf_counter()
     rows = run(args.quick, rounds)
     print(table(rows))
-    print(f"\n{rounds} paired rounds; figures: median (min–max); ratio: clinseg's time / the contender's, per round, median (min–max). "
+    print(f"\n{rounds} paired rounds; figures: median (min–max); ratio: clinseg's time / the contender's, per round, "
+          "median (min–max). "
           f"Load average after: {os.getloadavg()[0]:.2f}; {time.perf_counter() - t0:.1f} s.")

@@ -17,14 +17,15 @@
 5. prints the p50 / p95 / max of the upload latency, the sign-in latency, and the time to score everything.
 """
 import argparse, re, shutil, signal, subprocess, sys, tempfile, threading, time
-from argparse import Namespace
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGE1_SIZES = ([(256, 256)] * 24 + [(512, 640)] * 8 + [(512, 680)] * 8 + [(519, 253)] * 4 + [(520, 348)] * 4 + [(524, 348)] * 4
-                + [(260, 347)] * 4 + [(520, 696)] * 4 + [(519, 162)] * 2 + [(519, 161)] * 2 + [(390, 239)])   # the real 65 images
+# the real 65 images
+STAGE1_SIZES = ([(256, 256)] * 24 + [(512, 640)] * 8 + [(512, 680)] * 8 + [(519, 253)] * 4 + [(520, 348)] * 4
+                + [(524, 348)] * 4 + [(260, 347)] * 4 + [(520, 696)] * 4 + [(519, 162)] * 2 + [(519, 161)] * 2
+                + [(390, 239)])
 
 
 def make_data(folder):
@@ -34,7 +35,8 @@ def make_data(folder):
     lines = ds.solution.read_text().splitlines()
     public = {i for k, i in enumerate(ds.test_ids) if k % 2 == 0}
     sol = folder / "solution.csv"
-    sol.write_text("\n".join([lines[0]] + [l.rsplit(",", 1)[0] + ("," + ("Public" if l.split(",")[0] in public else "Private")) for l in lines[1:]]) + "\n")
+    def usage(l): return "Public" if l.split(",")[0] in public else "Private"
+    sol.write_text("\n".join([lines[0]] + [l.rsplit(",", 1)[0] + ("," + usage(l)) for l in lines[1:]]) + "\n")
     sub = folder / "submission.csv"
     write_dsb(sub, {i: np.roll(ds.truth[i], 1, axis=1) for i in ds.test_ids})
     return sol, sub
@@ -71,7 +73,8 @@ def main(argv=None):
     ap.add_argument("--uploads", type=int, default=3, help="uploads per student (at most the daily limit, 5)")
     ap.add_argument("--db", help="database URL of an empty database (default: SQLite in a temporary folder)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds to wait for the queue to empty")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary folder (data, database, uploads, server log)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the temporary folder (data, database, uploads, server log)")
     a = ap.parse_args(argv)
     if a.quick: a.students, a.uploads = 5, 1
     from clinseg.board import add_user, connect, SUBMISSIONS
@@ -80,7 +83,8 @@ def main(argv=None):
     folder = Path(tempfile.mkdtemp(prefix="clinseg-bench-serve-"))
     t0 = time.perf_counter()
     sol, sub = make_data(folder)
-    print(f"data: 65 images in stage-1 sizes, submission {sub.stat().st_size / 1e6:.2f} MB ({sum(1 for _ in open(sub)) - 1} rows), "
+    print(f"data: 65 images in stage-1 sizes, submission {sub.stat().st_size / 1e6:.2f} MB "
+          f"({sum(1 for _ in open(sub)) - 1} rows), "
           f"{time.perf_counter() - t0:.1f} s")
     db = a.db or f"sqlite:///{folder / 'board.sqlite'}"
     engine = connect(db)
@@ -110,7 +114,8 @@ def main(argv=None):
         end = time.monotonic() + a.timeout
         while True:
             with engine.connect() as c:
-                left = c.scalar(sa.select(sa.func.count()).select_from(SUBMISSIONS).where(SUBMISSIONS.c.status.in_(("queued", "scoring"))))
+                waiting = SUBMISSIONS.c.status.in_(("queued", "scoring"))
+                left = c.scalar(sa.select(sa.func.count()).select_from(SUBMISSIONS).where(waiting))
             if left == 0 or time.monotonic() > end: break
             time.sleep(0.2)
         done = time.perf_counter() - t1
@@ -125,18 +130,24 @@ def main(argv=None):
         if a.keep: print(f"files in {folder}")
         else: shutil.rmtree(folder, ignore_errors=True)
     n = a.students * a.uploads
-    print(f"{a.students} students x {a.uploads} uploads = {n} submissions, all sent in {uploaded:.1f} s; queue empty after {done:.1f} s")
-    print(f"upload latency (POST to 202): p50 {percentile(latency, 50) * 1000:.0f} ms, p95 {percentile(latency, 95) * 1000:.0f} ms, "
+    print(f"{a.students} students x {a.uploads} uploads = {n} submissions, all sent in {uploaded:.1f} s; queue empty "
+          f"after {done:.1f} s")
+    print(f"upload latency (POST to 202): p50 {percentile(latency, 50) * 1000:.0f} ms, p95 "
+          f"{percentile(latency, 95) * 1000:.0f} ms, "
           f"max {max(latency) * 1000:.0f} ms")
-    print(f"sign-in (first request of a token: one argon2 check): p50 {percentile(signin, 50) * 1000:.0f} ms, p95 {percentile(signin, 95) * 1000:.0f} ms")
+    print(f"sign-in (first request of a token: one argon2 check): p50 {percentile(signin, 50) * 1000:.0f} ms, p95 "
+          f"{percentile(signin, 95) * 1000:.0f} ms")
     problems = []
-    if sorted(set(codes)) != [200, 202] or codes.count(202) != n: problems.append(f"HTTP statuses {sorted(set(codes))}, {codes.count(202)} of {n} uploads accepted")
+    if sorted(set(codes)) != [200, 202] or codes.count(202) != n:
+        problems.append(f"HTTP statuses {sorted(set(codes))}, {codes.count(202)} of {n} uploads accepted")
     if len(rows) != n: problems.append(f"{len(rows)} submissions stored, expected {n}")
     if any(r.status != "scored" or r.attempts != 1 for r in rows):
         problems.append(f"not every submission scored exactly once: {sorted({(r.status, r.attempts) for r in rows})}")
-    if len({r.public_score for r in rows}) != 1: problems.append(f"copies of one file got different scores: {sorted({r.public_score for r in rows})[:5]}")
+    if len({r.public_score for r in rows}) != 1: problems.append("copies of one file got different scores: "
+                                                                 f"{sorted({r.public_score for r in rows})[:5]}")
     if problems: raise SystemExit("bench_serve: " + "; ".join(problems))
-    print(f"every submission scored once: public {rows[0].public_score:.6f}, private {rows[0].private_score:.6f}; total {time.perf_counter() - t0:.1f} s")
+    print(f"every submission scored once: public {rows[0].public_score:.6f}, private {rows[0].private_score:.6f}; "
+          f"total {time.perf_counter() - t0:.1f} s")
 
 
 if __name__ == "__main__": main()

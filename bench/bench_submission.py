@@ -50,13 +50,15 @@ def make_files(folder, mb, seed=0):
     sub, sol = folder / "submission.csv", folder / "solution.csv"
     size, n = 0, 0
     with open(sub, "w", newline="") as fs, open(sol, "w", newline="") as ft:
-        fs.write("ImageId,EncodedPixels\n"); ft.write("ImageId,EncodedPixels,Height,Width,Usage\n")
+        fs.write("ImageId,EncodedPixels\n")
+        ft.write("ImageId,EncodedPixels,Height,Width,Usage\n")
         while size < mb * 1e6:
             truth, pred = templates[n % len(templates)]
             iid = f"{n:064x}"
             usage = "Public" if n % 3 == 0 else "Private"
             block = "".join(f"{iid},{p}\n" for p in pred)
-            fs.write(block); size += len(block)
+            fs.write(block)
+            size += len(block)
             ft.write("".join(f"{iid},{t},256,256,{usage}\n" for t in truth))
             n += 1
     return sub, sol, n
@@ -66,26 +68,38 @@ def naive_validate(path):
     "The obvious reader: csv rows, one parse_runs per row; returns the rows and the pixels they hold"
     rows = pixels = 0
     with open(path, encoding="utf-8-sig", newline="") as f:
-        r = csv.reader(f); next(r)
+        r = csv.reader(f)
+        next(r)
         for row in r:
-            s, l = parse_runs(row[1], "dsb2018", (256, 256)); rows += 1; pixels += int(l.sum())
+            s, l = parse_runs(row[1], "dsb2018", (256, 256))
+            rows += 1
+            pixels += int(l.sum())
     return rows, pixels
 
 
 def timed(fn, *a, **k):
-    t = time.perf_counter(); out = fn(*a, **k); return out, time.perf_counter() - t
+    t = time.perf_counter()
+    out = fn(*a, **k)
+    return out, time.perf_counter() - t
 
 
 def rates(n, size, fn, *a, **k):
     "The last result of n calls, and the median, least and greatest MB/s with the 1-minute load average"
     mbs = []
-    for _ in range(n): out, t = timed(fn, *a, **k); mbs.append(size / t)
+    for _ in range(n):
+        out, t = timed(fn, *a, **k)
+        mbs.append(size / t)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return out, statistics.median(mbs), f"{statistics.median(mbs):.0f} MB/s ({min(mbs):.0f}-{max(mbs):.0f}, {n} run{'s' if n > 1 else ''}, load {load:.2f})"
+    runs = f"{n} run{'s' if n > 1 else ''}"
+    return out, statistics.median(mbs), (f"{statistics.median(mbs):.0f} MB/s ({min(mbs):.0f}-{max(mbs):.0f}, {runs}, "
+                                         f"load {load:.2f})")
 
 
 def peak_mb(fn, *a, **k):
-    tracemalloc.start(); fn(*a, **k); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
+    tracemalloc.start()
+    fn(*a, **k)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     return peak / 1e6
 
 
@@ -123,18 +137,22 @@ def main():
             rows.append((f"score, {args.jobs} processes", f"{n} images", f"{t:.2f} s", f"score {res2.score:.4f}"))
         quarter = tmp / "quarter.csv"
         with open(sub) as f, open(quarter, "w") as g:
-            lines = f.readlines(); g.writelines(lines[:len(lines) // 4])
+            lines = f.readlines()
+            g.writelines(lines[:len(lines) // 4])
         del lines
         p1 = peak_mb(validate, quarter, "dsb2018", solution)
         p2 = peak_mb(validate, sub, "dsb2018", solution)
-        rows.append(("peak traced memory of validate", f"{size / 4:.0f} MB / {size:.0f} MB", f"{p1:.1f} MB / {p2:.1f} MB", "flat" if p2 < 1.5 * p1 + 5 else "GROWS"))
+        rows.append(("peak traced memory of validate", f"{size / 4:.0f} MB / {size:.0f} MB",
+                     f"{p1:.1f} MB / {p2:.1f} MB", "flat" if p2 < 1.5 * p1 + 5 else "GROWS"))
         p3 = peak_mb(score, solution, sub, "dsb2018")
-        rows.append(("peak traced memory of score", f"{size:.0f} MB", f"{p3:.1f} MB", "(solution index + one image + table)"))
+        rows.append(("peak traced memory of score", f"{size:.0f} MB", f"{p3:.1f} MB",
+                     "(solution index + one image + table)"))
     real = real_sample(*REAL, quiet=True)   # in CI a missing sample is an error
     if real is not None:
         best = min(timed(score, real, real, "dsb2018")[1] for _ in range(3))
         res = score(real, real, "dsb2018")
-        rows.append(("score real stage-1 solution vs itself", "65 images, 4152 rows", f"{best:.3f} s", f"score {res.score}"))
+        rows.append(("score real stage-1 solution vs itself", "65 images, 4152 rows", f"{best:.3f} s",
+                     f"score {res.score}"))
     else: print(f"skipped the real solution: {missing_sample(*REAL)}", file=sys.stderr)
     print("| task | size | time / memory | rate / result |\n|---|---|---|---|")
     for r in rows: print("| " + " | ".join(r) + " |")

@@ -23,7 +23,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # run from a checkout without installing
-from clinseg.surface import hd95, surface_distances, surface_distances_brute
+from clinseg.surface import hd95, surface_distances, surface_distances_brute  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from volumes import KITS, KITS_MISSING, spheres   # noqa: E402
@@ -45,7 +45,9 @@ def kits_pair():
 def peak(f):
     "Peak bytes allocated while f() runs"
     tracemalloc.start()
-    try: f(); return tracemalloc.get_traced_memory()[1]
+    try:
+        f()
+        return tracemalloc.get_traced_memory()[1]
     finally: tracemalloc.stop()
 
 
@@ -54,7 +56,9 @@ def paired(ours, theirs, rounds):
     t_ours, t_theirs = [], []
     for i in range(rounds):
         for f, out in ((ours, t_ours), (theirs, t_theirs))[::1 if i % 2 == 0 else -1]:
-            t0 = time.perf_counter(); f(); out.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t0)
     return t_ours, t_theirs, [b / a for a, b in zip(t_ours, t_theirs)]
 
 
@@ -78,30 +82,36 @@ def main(quick, rounds):
     cases[f"organ {'×'.join(map(str, shape))}"] = (a, b, (0.8, 0.8, 2.5))
     k = kits_pair()
     if k is None: print(f"skipped the KiTS19 rows: {KITS_MISSING}", file=sys.stderr)
-    elif quick: cases["kits19 one kidney's box vs perturbed"] = tuple(np.ascontiguousarray(v[10:16, 190:320, 100:230]) for v in k[:2]) + (k[2],)
+    elif quick:
+        cases["kits19 one kidney's box vs perturbed"] = (tuple(np.ascontiguousarray(v[10:16, 190:320, 100:230])
+                                                               for v in k[:2]) + (k[2],))
     else: cases["kits19 kidney vs perturbed"] = k
-    lines = [f"| case | voxels | clinseg hd95 ms | {peer if mb else 'peer'} hd95 ms | peer / clinseg: median (range) | clinseg peak × one mask | peer peak × one mask |",
+    lines = [f"| case | voxels | clinseg hd95 ms | {peer if mb else 'peer'} hd95 ms | peer / clinseg: median (range) | "
+             "clinseg peak × one mask | peer peak × one mask |",
              "|---|---|---|---|---|---|---|"]
     for name, (p, t, s) in cases.items():
-        ours = lambda: hd95(p, t, spacing=s)
+        def ours(): return hd95(p, t, spacing=s)
         if mb is not None:
-            theirs = lambda: mb.hd95(p, t, voxelspacing=s)
+            def theirs(): return mb.hd95(p, t, voxelspacing=s)
             assert ours() == theirs(), (name, ours(), theirs())
             lines.append(row(name, "×".join(map(str, p.shape)), ours, theirs, rounds, p.nbytes))
     if k is not None:   # the brute force on a crop of the KiTS box
         p, t, s = k
-        crop = (slice(10, 12), slice(200, 310), slice(110, 225)) if quick else (slice(10, 16), slice(80, 340), slice(100, 400))
+        crop = ((slice(10, 12), slice(200, 310), slice(110, 225)) if quick
+                else (slice(10, 16), slice(80, 340), slice(100, 400)))
         pc, tc = np.ascontiguousarray(p[crop]), np.ascontiguousarray(t[crop])
         ours, brute = lambda: surface_distances(pc, tc, s), lambda: surface_distances_brute(pc, tc, s)
         for x, y in zip(ours(), brute()): np.testing.assert_allclose(x, y, rtol=1e-12)
-        lines.append(row("kits19 crop, surface_distances vs brute force (peer)", "×".join(map(str, pc.shape)), ours, brute, rounds, pc.nbytes))
+        lines.append(row("kits19 crop, surface_distances vs brute force (peer)", "×".join(map(str, pc.shape)), ours,
+                         brute, rounds, pc.nbytes))
     print(f"{rounds} paired rounds; numpy {np.__version__}" + (" (quick)" if quick else ""))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a 64x64x40 synthetic pair, one KiTS19 kidney's box, a 2-slice crop and 2 rounds: seconds")
+    ap.add_argument("--quick", action="store_true",
+                    help="a 64x64x40 synthetic pair, one KiTS19 kidney's box, a 2-slice crop and 2 rounds: seconds")
     ap.add_argument("--rounds", type=int, default=None, help="paired rounds (default 5, 2 with --quick)")
     args = ap.parse_args()
     main(args.quick, args.rounds or (2 if args.quick else 5))

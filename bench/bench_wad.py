@@ -1,4 +1,4 @@
-"""Benchmark: `clinseg score` of a WAD 2018-sized test set, end to end, from its label folder and from its run-length solution file.
+"""Benchmark: `clinseg score` of a WAD 2018-sized test set, end to end, from its label folder and its run-length file.
 
 Generates a WAD-shaped test set with the wad2018 module's generator and writers: N frames of 2710x3384 (the scene
 generator `clinseg.ap.synthetic_scene`: about 20 instances and 1-3 ignore regions per frame, 20 predictions per frame,
@@ -29,7 +29,8 @@ sys.exit(rc)
 
 def generate(root, n, preds_per_frame=20, truth_per_frame=22, seed=0):
     "Write n label PNGs and the submission; returns (frame ids, {id: ImageTruth}, records, seconds)"
-    from clinseg.ap import WAD_FRAME, synthetic_scene, wad_truth
+    from clinseg.ap import synthetic_scene
+    from clinseg.competitions.wad2018 import WAD_FRAME, wad_truth
     from clinseg.competitions.wad2018 import write_wad, write_wad_solution
     t0 = time.perf_counter()
     ids, truth, records = [], {}, []
@@ -40,7 +41,8 @@ def generate(root, n, preds_per_frame=20, truth_per_frame=22, seed=0):
         truth[i] = wad_truth(lab)
         records += [(i, c, s, r) for c, s, r in preds]
         ids.append(i)
-        if n >= 50 and (k + 1) % 50 == 0: print(f"  generated {k + 1}/{n} frames ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if n >= 50 and (k + 1) % 50 == 0: print(f"  generated {k + 1}/{n} frames ({time.perf_counter() - t0:.0f} s)",
+                                                flush=True)
     write_wad(root / "submission.csv", records)
     return ids, truth, records, time.perf_counter() - t0
 
@@ -63,7 +65,8 @@ def subset(root, ids, n, runs_file):
 def score_process(solution, submission, extra=()):
     "Wall seconds, peak RSS bytes and JSON result of `clinseg score` in a fresh process"
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", RUN, "score", "-c", "wad2018", str(solution), str(submission), "--json", "--quiet", *extra],
+    r = subprocess.run([sys.executable, "-c", RUN, "score", "-c", "wad2018", str(solution), str(submission), "--json",
+                        "--quiet", *extra],
                        capture_output=True, text=True)
     wall = time.perf_counter() - t
     if r.returncode != 0: raise SystemExit(f"clinseg score failed ({r.returncode}):\n{r.stderr}")
@@ -75,7 +78,9 @@ def import_seconds(rounds=3):
     "Median wall time of a process that only imports the CLI (the fixed part of every run)"
     ts = []
     for _ in range(rounds):
-        t = time.perf_counter(); subprocess.run([sys.executable, "-c", "import clinseg.cli"], check=True); ts.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import clinseg.cli"], check=True)
+        ts.append(time.perf_counter() - t)
     return statistics.median(ts)
 
 
@@ -85,7 +90,8 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="subset sizes (default 50 100 250 and --frames)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", action="store_true", help="also score the largest folder with --jobs 2 and --workers 2")
-    ap.add_argument("--keep", metavar="DIR", help="write the test set here and keep it (default: a temporary folder, removed)")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="write the test set here and keep it (default: a temporary folder, removed)")
     ap.add_argument("--quick", action="store_true", help="3 frames, one round (seconds): checks that everything agrees")
     args = ap.parse_args()
     if args.quick: args.frames, args.sizes, args.rounds = 3, [1, 3], 1
@@ -93,10 +99,12 @@ def main():
     if max(sizes) > args.frames: raise SystemExit("--sizes: a size above --frames")
 
     import numpy as np
-    from clinseg.ap import WAD_CLASSES, average_precision
+    from clinseg.ap import average_precision
+    from clinseg.competitions.wad2018 import WAD_CLASSES
     from clinseg.competitions.wad2018 import write_wad_runs
     import PIL
-    print(f"python {platform.python_version()}, numpy {np.__version__}, Pillow {PIL.__version__}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, Pillow {PIL.__version__}, {os.cpu_count()} "
+          f"cores, load average {os.getloadavg()[0]:.2f} at start")
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="clinseg_bench_wad_"))
     root.mkdir(parents=True, exist_ok=True)
     try:
@@ -106,16 +114,21 @@ def main():
         png = sum(p.stat().st_size for p in (root / "labels").iterdir())
         print(f"  {gen:.1f} s: {n_obj} true instances ({n_obj / len(ids):.1f} per frame), {len(records)} predictions, "
               f"label PNGs {png / 1e6:.1f} MB, submission {(root / 'submission.csv').stat().st_size / 1e6:.1f} MB")
-        t = time.perf_counter(); runs_file = write_wad_runs(root / "runs.csv", root / "labels"); conv = time.perf_counter() - t
+        t = time.perf_counter()
+        runs_file = write_wad_runs(root / "runs.csv", root / "labels")
+        conv = time.perf_counter() - t
         print(f"one-time conversion write_wad_runs: {conv:.2f} s ({conv / len(ids) * 1e3:.0f} ms per frame), "
-              f"run-length file {runs_file.stat().st_size / 1e6:.1f} MB ({runs_file.stat().st_size / png:.2f}x the PNGs)")
+              f"run-length file {runs_file.stat().st_size / 1e6:.1f} MB ({runs_file.stat().st_size / png:.2f}x the "
+              "PNGs)")
         base = import_seconds()
         print(f"a process that only imports clinseg.cli: {base:.2f} s (included in every wall time below)\n")
-        print(f"{'frames':>6} {'solution':>8} {'wall median [min-max] s':>26} {'ms/frame':>9} {'peak RSS MB':>12}  score")
+        print(f"{'frames':>6} {'solution':>8} {'wall median [min-max] s':>26} {'ms/frame':>9} {'peak RSS MB':>12}  "
+              "score")
         table = {}
         for n in sizes:
             d = subset(root, ids, n, runs_file)
-            want = average_precision({i: truth[i] for i in ids[:n]}, [r for r in records if r[0] in set(ids[:n])], classes=WAD_CLASSES).ap
+            want = average_precision({i: truth[i] for i in ids[:n]}, [r for r in records if r[0] in set(ids[:n])],
+                                     classes=WAD_CLASSES).ap
             got = {"folder": [], "file": []}
             for _ in range(args.rounds):
                 for kind, sol in (("folder", d / "labels"), ("file", d / "runs.csv")):
@@ -127,19 +140,23 @@ def main():
                 walls, hwm = [w for w, _, _ in runs], max(h for _, h, _ in runs)
                 med = statistics.median(walls)
                 table[n, kind] = med
-                print(f"{n:>6} {kind:>8} {med:>10.2f} [{min(walls):.2f}-{max(walls):.2f}]{'':>6} {(med - base) / n * 1e3:>9.1f} {hwm / 2**20:>12.0f}  {out[kind]['score']:.6f}", flush=True)
+                print(f"{n:>6} {kind:>8} {med:>10.2f} [{min(walls):.2f}-{max(walls):.2f}]{'':>6} "
+                      f"{(med - base) / n * 1e3:>9.1f} {hwm / 2**20:>12.0f}  {out[kind]['score']:.6f}", flush=True)
         if len(sizes) > 1:
             lo, hi = sizes[0], sizes[-1]
             for kind in ("folder", "file"):
                 a, b = table[lo, kind] - base, table[hi, kind] - base
-                print(f"growth {kind}: {hi / lo:.0f}x the frames, {b / a:.1f}x the time (after the import)" if a > 0 else f"growth {kind}: too fast to tell")
+                print(f"growth {kind}: {hi / lo:.0f}x the frames, {b / a:.1f}x the time (after the import)" if a > 0
+                      else f"growth {kind}: too fast to tell")
         if args.jobs:
             d = root / f"first_{sizes[-1]}"
             for extra in (["--jobs", "2"], ["--workers", "2"]):
                 w, h, o = score_process(d / "labels", d / "submission.csv", extra)
                 assert o == json.loads(json.dumps(out["folder"])), extra
-                print(f"{sizes[-1]:>6} folder {' '.join(extra)}: {w:.2f} s, peak RSS of the main process {h / 2**20:.0f} MB")
-        print(f"\nload average {os.getloadavg()[0]:.2f} at the end; every score agrees with average_precision on the generator's truth")
+                print(f"{sizes[-1]:>6} folder {' '.join(extra)}: {w:.2f} s, peak RSS of the main process "
+                      f"{h / 2**20:.0f} MB")
+        print(f"\nload average {os.getloadavg()[0]:.2f} at the end; every score agrees with average_precision on the "
+              "generator's truth")
     finally:
         if not args.keep: shutil.rmtree(root, ignore_errors=True)
 

@@ -5,18 +5,16 @@
 # %% ../nbs/08_ap.ipynb #b5b4fc97
 from __future__ import annotations
 from dataclasses import dataclass
-import math
 import numpy as np
-from .runs import *
-from .objects import *
+from .runs import first_not_whole, merge_touching_runs, runs_to_mask
 from .instances import label_objects
-from .predictions import *
-from .matching import *
+from .predictions import ImageTruth, Predictions, cap_detections, image_truth, read_predictions
+from .matching import FP, OUTCOMES, TP, match_images, safe_ratio
 
 # %% auto #0
-__all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'WAD_CLASSES', 'WAD_LABEL_CLASSES',
-           'WAD_FRAME', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS', 'PRCurve', 'APResult', 'image_order',
-           'average_precision', 'synthetic_scene', 'plot_pr', 'pr_explorer', 'wad_truth', 'read_wad_label']
+__all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'SCENE_CLASSES', 'SCENE_BACKGROUND',
+           'SCENE_IGNORE', 'PRCurve', 'APResult', 'image_order', 'average_precision', 'synthetic_scene', 'plot_pr',
+           'pr_explorer', 'label_truth']
 
 # %% ../nbs/08_ap.ipynb #bd30887b
 THRESHOLDS = np.arange(10, 20) / 20                 # 0.50, 0.55, ..., 0.95, each the float nearest its decimal
@@ -214,7 +212,7 @@ def _count_truth(truth, classes, area_range, min_region=0):
     ("Counted true objects of each class (not: crowd regions, objects under `min_region` pixels, objects outside the "
      "area range)")
     ts = list(truth.values())
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if ts else np.zeros(0, dt)
+    def cat(xs, dt): return np.concatenate(xs).astype(dt, copy=False) if ts else np.zeros(0, dt)
     cls = cat([t.classes for t in ts], np.int64)
     counted = ~cat([t.crowd for t in ts], bool) & (cat([t.areas for t in ts], np.int64) >= min_region)
     if area_range is not None:
@@ -264,11 +262,11 @@ def _class_list(classes, truth, pr):
     return class_list
 
 # %% ../nbs/08_ap.ipynb #c06d7ddc
-def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `wad_truth` / `image_truth`
+def average_precision(truth,              # {image id: ImageTruth} (or a list), e.g. from `label_truth` / `image_truth`
                       predictions,        # records (image id, class, confidence, mask or runs), dicts, or `Predictions`
                       thresholds=None,    # IoU thresholds; default 0.50, 0.55, ..., 0.95 (`THRESHOLDS`)
                       mode="coco101",     # "coco101": envelope at 101 recall levels; "cityscapes": raw curve integrated
-                      # classes evaluated (a list, or a dict {class: name} such as `WAD_CLASSES`); default all seen
+                      # classes evaluated (a list, or a dict {class: name} such as `SCENE_CLASSES`); default all seen
                       classes=None,
                       compare=">",        # ">": IoU strictly greater than t (WAD); ">=": at least t (COCO)
                       # "iou" (WAD text) or "area" (shared / prediction area: Cityscapes, COCO crowd); default by mode
@@ -330,36 +328,43 @@ def _paint(flat, runs, value):
     flat[offsets + np.arange(int(l.sum()))] = value
 
 # %% ../nbs/08_ap.ipynb #2dbc796c
+SCENE_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
+SCENE_BACKGROUND, SCENE_IGNORE = 255, 65535   # the label values of the frame's background and of its ignore regions
+
 _SHAPES = {33: (0.55, 0.015, 0.07, 0.5, 0.8), 36: (0.2, 0.012, 0.04, 2.2, 3.2), 38: (0.06, 0.04, 0.1, 0.6, 0.9),
            39: (0.05, 0.05, 0.12, 0.5, 0.8), 35: (0.05, 0.01, 0.03, 1.0, 1.4), 34: (0.05, 0.01, 0.03, 1.0, 1.4),
            # class: (frequency, x-radius range as a fraction of the width, height/width range)
            40: (0.04, 0.015, 0.04, 0.8, 1.1)}
 
-def synthetic_scene(shape=(2710, 3384), # frame (height, width); WAD's by default (`WAD_FRAME`)
+def synthetic_scene(shape=(2710, 3384), # frame (height, width); a WAD 2018 frame's by default
                     n_truth=30,         # objects drawn (a few may end up hidden by nearer ones)
                     n_pred=50,          # predictions
                     seed=0,             # random seed
                     ignore=True,        # add ignore regions (65535)
-                    ) -> tuple[np.ndarray, list]: # WAD-style uint16 label image; predictions (class, confidence, runs)
-    "A WAD-like frame: a 16-bit label image and a list of predicted instances as runs"
+                    ) -> tuple[np.ndarray, list]: # uint16 label image; predictions (class, confidence, runs)
+    "A street frame: a 16-bit label image (`class_id * 1000 + k`) and a list of predicted instances as runs"
     rng = np.random.default_rng(seed)
     H, W = shape
-    labels = np.full(shape, WAD_BACKGROUND, np.uint16)
+    labels = np.full(shape, SCENE_BACKGROUND, np.uint16)
     flat = labels.reshape(-1)
     holes = []
     for _ in range(rng.integers(1, 4) if ignore else 0):
         e = (rng.uniform(0.3, 0.9) * H, rng.uniform(0, 1) * W, rng.uniform(0.02, 0.06) * H, rng.uniform(0.02, 0.08) * W)
-        holes.append(e); _paint(flat, _ellipse_runs(*e, shape), WAD_IGNORE)
-    cls_ids = np.array(list(_SHAPES)); freq = np.array([v[0] for v in _SHAPES.values()])
+        holes.append(e)
+        _paint(flat, _ellipse_runs(*e, shape), SCENE_IGNORE)
+    cls_ids = np.array(list(_SHAPES))
+    freq = np.array([v[0] for v in _SHAPES.values()])
     objs = []
     for c in rng.choice(cls_ids, n_truth, p=freq / freq.sum()):
         _, r0, r1, a0, a1 = _SHAPES[int(c)]
-        rx = rng.uniform(r0, r1) * W; ry = rx * rng.uniform(a0, a1)
+        rx = rng.uniform(r0, r1) * W
+        ry = rx * rng.uniform(a0, a1)
         objs.append((int(c), rng.uniform(0.35, 0.95) * H, rng.uniform(0, 1) * W, ry, rx))
     objs.sort(key=lambda o: o[1] + o[3])                              # far (higher up) first: near objects occlude them
     count = {}
     for c, cy, cx, ry, rx in objs:
-        _paint(flat, _ellipse_runs(cy, cx, ry, rx, shape), c * 1000 + count.setdefault(c, 0)); count[c] += 1
+        _paint(flat, _ellipse_runs(cy, cx, ry, rx, shape), c * 1000 + count.setdefault(c, 0))
+        count[c] += 1
     preds = []
     for c, cy, cx, ry, rx in objs:
         if rng.random() < 0.15: continue                              # missed
@@ -461,12 +466,12 @@ def pr_explorer(seed=32,  # seed of the synthetic scene (on its cars the first s
     import matplotlib.pyplot as plt
     from IPython.display import display
     labels, preds = synthetic_scene(shape, n_truth, n_pred, seed)
-    truth = {"scene": wad_truth(labels)}
+    truth = {"scene": label_truth(labels, SCENE_BACKGROUND, SCENE_IGNORE)}
     records = [("scene", c, s, r) for c, s, r in preds]
-    result = average_precision(truth, records, classes=WAD_CLASSES, **kwargs)
+    result = average_precision(truth, records, classes=SCENE_CLASSES, **kwargs)
     shown = [c for c, n in zip(result.classes.tolist(), result.n_truth.tolist()) if n] or result.classes.tolist()
     style = {"description_width": "initial"}                   # the labels take their own width, never cut
-    cls = W.Dropdown(options=[(f"{c} {WAD_CLASSES.get(c, '')}", c) for c in shown], description="class", style=style,
+    cls = W.Dropdown(options=[(f"{c} {SCENE_CLASSES.get(c, '')}", c) for c in shown], description="class", style=style,
                      layout=W.Layout(width="210px"))
     thr = W.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in result.thresholds], description="IoU t",
                             style=style, layout=W.Layout(width="330px"))
@@ -478,66 +483,44 @@ def pr_explorer(seed=32,  # seed of the synthetic scene (on its cars the first s
         with out:
             out.clear_output(wait=True)
             fig = plot_pr(result, truth, records, cls.value, thr.value)
-            display(fig); plt.close(fig)
-    cls.observe(draw, "value"); thr.observe(draw, "value")
+            display(fig)
+            plt.close(fig)
+    cls.observe(draw, "value")
+    thr.observe(draw, "value")
     draw()
     controls = W.HBox([cls, thr, info], layout=W.Layout(flex_flow="row wrap", align_items="center"))   # wraps, not cut
     return W.VBox([controls, out])
 
-# %% ../nbs/08_ap.ipynb #b1b97280
-WAD_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
-WAD_LABEL_CLASSES = {**WAD_CLASSES, 37: "rider"}   # rider appears in the labels but is not evaluated
-WAD_FRAME = (2710, 3384)                            # (height, width) of a WAD 2018 frame
-WAD_BACKGROUND, WAD_IGNORE = 255, 65535             # label values of the background and of the regions to ignore
-WAD_GROUPS = tuple(range(161, 169))                 # group classes: ignored like 65535 where they are labelled
-
 # %% ../nbs/08_ap.ipynb #a176ab22
-def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG)
-              what="label", # name used in error messages (e.g. the file)
-              order="C",    # pixel order of the runs
-              ) -> ImageTruth:
-    "True objects and ignore region of a WAD 2018 label image, each label value decoded explicitly"
+def label_truth(label,        # instance label image: 2-D integers (uint16 from a PNG), objects `class_id * 1000 + k`
+                background,   # the label value of the background
+                ignore,       # the label value of the regions to ignore (objects are the values from 1000 below it)
+                groups=(),    # group classes: ignored like `ignore` where they are labelled
+                what="label", # name used in error messages (e.g. the file)
+                order="C",    # pixel order of the runs
+                ) -> ImageTruth:
+    "True objects and ignore region of an instance label image, each label value decoded explicitly"
     a = np.asarray(label)
     if a.ndim != 2 or a.dtype.kind not in "iu":
         raise ValueError(f"{what}: expected a 2-D integer label image, got {a.dtype} of shape {a.shape}")
     if a.dtype.kind == "i" and a.size and a.min() < 0: raise ValueError(f"{what}: negative label value {a.min()}")
-    if a.size and not a.all():   # label_objects treats 0 as nothing: WAD has no value 0, say so
+    if a.size and not a.all():   # label_objects treats 0 as nothing: such an image has no value 0, say so
         raise ValueError(
-            f"{what}: label value 0 ({int(a.size - np.count_nonzero(a))} pixels) is neither background 255, ignore "
-            "65535 nor class*1000+k")
+            f"{what}: label value 0 ({int(a.size - np.count_nonzero(a))} pixels) is neither background {background}, "
+            f"ignore {ignore} nor class*1000+k")
     objs = label_objects(a, order)
     ids = objs.ids
-    is_object = (ids >= 1000) & (ids < WAD_IGNORE)
-    is_ignore = (ids == WAD_IGNORE) | np.isin(ids, WAD_GROUPS)
-    bad = ~(is_object | is_ignore | (ids == WAD_BACKGROUND))
+    is_object = (ids >= 1000) & (ids < ignore)
+    is_ignore = (ids == ignore) | np.isin(ids, groups)
+    bad = ~(is_object | is_ignore | (ids == background))
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
+        group = f", a group class {min(groups)}-{max(groups)}" if len(groups) else ""
         raise ValueError(
-            f"{what}: label value {int(ids[k])} ({int(objs.areas[k])} pixels) is neither background 255, ignore 65535, "
-            "a group class 161-168 nor class*1000+k")
+            f"{what}: label value {int(ids[k])} ({int(objs.areas[k])} pixels) is neither background {background}, "
+            f"ignore {ignore}{group} nor class*1000+k")
     keep = np.flatnonzero(is_object)
-    on_ignore = is_ignore[objs.owner]                                # the runs of 65535 and of the group classes
+    on_ignore = is_ignore[objs.owner]                                # the runs of `ignore` and of the group classes
     ignore = (merge_touching_runs(objs.starts[on_ignore], objs.lengths[on_ignore]) if on_ignore.any()
               else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     return ImageTruth(a.shape, objs.select(keep), ids[keep] // 1000, np.zeros(keep.size, bool), ignore, ids[keep])
-
-# %% ../nbs/08_ap.ipynb #92794d5e
-def read_wad_label(path, # a WAD 2018 `*_instanceIds.png`
-                   order="C", # pixel order of the runs
-                   ) -> ImageTruth:
-    "Read a 16-bit WAD 2018 label PNG into its true objects and ignore region"
-    from PIL import Image
-    try:
-        with Image.open(path) as im:
-            if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
-                raise ValueError(
-                    f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
-            mask_size((im.height, im.width), str(path))   # the size its header declares, checked before decoding
-            a = np.array(im)
-    # missing, not an image, truncated, or declaring billions of pixels
-    except (OSError, SyntaxError, Image.DecompressionBombError) as e:
-        if isinstance(e, FileNotFoundError): raise
-        raise ValueError(f"{path}: cannot read it as a label image: {e}") from None
-    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2:
-        raise ValueError(f"{path}: read as {a.dtype}, not 16-bit integers")
-    return wad_truth(a, what=str(path), order=order)

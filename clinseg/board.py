@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 import sqlalchemy as sa
-from .submission import Competition, Solution, SubmissionError
+import clinseg.migrations
+from .competition import Competition, Solution, SubmissionError
 from .submissions import COMPETITIONS, get_competition, read_solution, score, validate
 
 # %% auto #0
-__all__ = ['METADATA', 'USERS', 'SUBMISSIONS', 'SETTINGS', 'STATUSES', 'MIGRATIONS', 'GRADE_COLUMNS', 'migrate', 'writing',
-           'connect', 'hasher', 'new_token', 'BoardError', 'LimitReached', 'add_user', 'User', 'user_by_id',
-           'authenticate', 'parse_deadline', 'default_folder', 'default_db', 'Board', 'competition_source', 'recover',
-           'open_board', 'new_stored_name', 'problem_dicts', 'day_start', 'used_today', 'record', 'receive', 'claim',
-           'outcome', 'watch_parent', 'outcome_in_child', 'score_one', 'work', 'Worker', 'leaderboard', 'rescore',
-           'grades_csv', 'setting']
+__all__ = ['METADATA', 'USERS', 'SUBMISSIONS', 'SETTINGS', 'STATUSES', 'MIGRATIONS', 'DAILY_LIMIT', 'GRADE_COLUMNS', 'migrate',
+           'writing', 'connect', 'hasher', 'new_token', 'BoardError', 'LimitReached', 'limit_text', 'closed_text',
+           'add_user', 'User', 'user_by_id', 'authenticate', 'parse_deadline', 'default_folder', 'default_db', 'Board',
+           'competition_source', 'recover', 'open_board', 'new_stored_name', 'problem_dicts', 'day_start', 'used_today',
+           'record', 'receive', 'claim', 'outcome', 'watch_parent', 'outcome_in_child', 'score_one', 'work', 'Worker',
+           'leaderboard', 'rescore', 'grades_csv', 'setting']
 
 # %% ../nbs/16b_board.ipynb #fad45478
 METADATA = sa.MetaData()
@@ -62,7 +63,6 @@ def _sqlite_begin(conn):
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("immediate") else "BEGIN")
 
 # %% ../nbs/16b_board.ipynb #a1ee42c3
-import clinseg.migrations
 MIGRATIONS = Path(clinseg.migrations.__file__).parent   # the Alembic scripts (hand-written)
 
 def migrate(engine, revision="head"):
@@ -123,6 +123,17 @@ class BoardError(ValueError):
 # %% ../nbs/16b_board.ipynb #990aaf8e
 class LimitReached(BoardError):
     "The day's submissions are used up"
+
+# %% ../nbs/16b_board.ipynb #fd34bd7e
+DAILY_LIMIT = 5   # valid submissions per student per UTC day, unless the teacher chooses another number
+
+def limit_text(name, used, limit) -> str:
+    "Why an upload over the daily limit is refused"
+    return f"{name}: {used} of {limit} submissions today already; the limit resets at 00:00 UTC"
+
+def closed_text(deadline) -> str:
+    "Why an upload after the deadline is refused"
+    return f"the competition closed at {deadline.isoformat()}"
 
 # %% ../nbs/16b_board.ipynb #7fba1f3d
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
@@ -198,7 +209,7 @@ class Board:
     competition: Competition
     solution: Solution
     uploads: Path
-    daily_limit: int = 5
+    daily_limit: int = DAILY_LIMIT
     deadline: datetime | None = None
     executor: object = None                  # a concurrent.futures executor (a dask client's) for the scorer's items
     source: str | None = None                # the competition's name or file, and the solution's path: for a scorer
@@ -229,7 +240,7 @@ def recover(engine) -> int:
         return c.execute(SUBMISSIONS.update().where(SUBMISSIONS.c.status == "scoring").values(status="queued")).rowcount
 
 # %% ../nbs/16b_board.ipynb #76927cb0
-def open_board(competition, solution, db=None, uploads=None, daily_limit=5, deadline=None, recover_queue=True,
+def open_board(competition, solution, db=None, uploads=None, daily_limit=DAILY_LIMIT, deadline=None, recover_queue=True,
                processes=False) -> Board:
     "A `Board` for a competition and its solution (database migrated, submissions left 'scoring' put back in the queue)"
     comp = get_competition(competition)
@@ -256,7 +267,7 @@ def problem_dicts(report) -> list[dict]:
     out = [dict(level=p.level, row=p.row, field=p.field, message=p.message) for p in report.problems]
     if report.more:
         out.append(dict(level="error" if report.errors else "warning", row=None, field=None,
-                        message=f"... and {report.more} more problems"))
+                        message=f"... and {'' if report.exact else 'at least '}{report.more} more problems"))
     return out
 
 # %% ../nbs/16b_board.ipynb #92ed6e5b
@@ -282,8 +293,7 @@ def record(board, user, stored, filename, report, now=None) -> dict:
             c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())
             n = used_today(c, user.id, now)
             if n >= board.daily_limit:
-                raise LimitReached(f"{user.name}: {n} of {board.daily_limit} submissions today already; "
-                                   "the limit resets at 00:00 UTC")
+                raise LimitReached(limit_text(user.name, n, board.daily_limit))
         r = c.execute(SUBMISSIONS.insert().values(user_id=user.id, created=now, filename=str(filename)[:255],
                       stored=stored,
                       size=(board.uploads / stored).stat().st_size, status="queued" if report.ok else "invalid",
@@ -296,7 +306,7 @@ def receive(board, user, path, filename, now=None) -> dict:
     "Check the file at `path` (in the uploads folder) and record it; a refused file is removed"
     if board.closed(now):
         path.unlink(missing_ok=True)
-        raise BoardError(f"the competition closed at {board.deadline.isoformat()}")
+        raise BoardError(closed_text(board.deadline))
     try:
         report = validate(path, board.competition, board.solution)
         return record(board, user, path.name, filename, report, now)
@@ -475,7 +485,7 @@ def grades_csv(engine) -> str:
     w.writerow(GRADE_COLUMNS)
     names = [name for name, _, _ in _entries(engine)]
     count = {name: n for name, n, _ in _entries(engine)}
-    rank = lambda board, n: board[n]["rank"] if n in board else math.inf
+    def rank(board, n): return board[n]["rank"] if n in board else math.inf
     for name in sorted(names, key=lambda n: (rank(priv, n), rank(pub, n), n)):
         p, q = priv.get(name, {}), pub.get(name, {})
         w.writerow([name, p.get("rank", ""), _fmt(p.get("private_score")), q.get("rank", ""),

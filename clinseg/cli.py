@@ -9,10 +9,11 @@ from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 import clinseg
-from .runs import mask_size, whole_number
-from .rle import CONVENTIONS, RLEError, decode, encode
+from .runs import RLEError, mask_size, whole_number
+from .rle import CONVENTIONS, decode, encode
 from .imageio import read_image, read_nifti
-from .scoring import dask_client, new_file, usable_cpus, whole_file
+from .files import new_file, whole_file
+from .parallel import dask_client, usable_cpus
 from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
@@ -98,7 +99,7 @@ def _reason(e) -> str:
 def _reading(label, *files):
     "Put `label` (the file, or files, being read) in front of an input error raised inside that names none of `files`"
     # (default: `label`)
-    named = lambda e: any(str(f) in str(e) for f in files or (label,) if f is not None)
+    def named(e): return any(str(f) in str(e) for f in files or (label,) if f is not None)
     try: yield
     except (SubmissionError, CLIError): raise
     except OSError as e:
@@ -123,7 +124,8 @@ def main(argv=None) -> int:
     except SubmissionError as e:
         _say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in e.report.problems))
         if e.report.more:
-            _say(f"clinseg: error: {e.report.file}: ... and {e.report.more} more problems (raise --limit to list them)")
+            more = e.report.more if e.report.exact else f"at least {e.report.more}"
+            _say(f"clinseg: error: {e.report.file}: ... and {more} more problems (raise --limit to list them)")
         return 1
     except CLIError as e:
         _say(f"clinseg: error: {_one_line(e)}")
@@ -220,10 +222,12 @@ def _validate(args):
                       sample=args.sample)
     _say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in report.problems))
     if report.more:
-        _say(f"clinseg: {'error' if report.errors else 'warning'}: {report.file}: ... and {report.more} more "
+        more = report.more if report.exact else f"at least {report.more}"
+        _say(f"clinseg: {'error' if report.errors else 'warning'}: {report.file}: ... and {more} more "
              "problems (raise --limit to list them)")
     status = "ok" if report.ok else "invalid"
-    print(f"{report.file}: {status}: {report.rows} rows, {report.errors} errors, {report.warnings} warnings"
+    errors = report.errors if report.exact else f"at least {report.errors}"
+    print(f"{report.file}: {status}: {report.rows} rows, {errors} errors, {report.warnings} warnings"
           + ("" if args.solution or args.sample or comp.shape
              else " (image sizes and missing ids not checked: pass --solution)"))
     return 0 if report.ok else 1
@@ -254,7 +258,8 @@ def _score(args):
     ways = [f for f, on in asked if on]
     if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
     with _reading(args.solution): sol = read_solution(args.solution, args.competition)
-    run = lambda **kw: score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
+    def run(**kw):
+        return score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
     with _reading(f"{args.submission} (scored against {args.solution})", args.submission, args.solution):
         if args.workers is not None or args.scheduler is not None:
             with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)

@@ -9,7 +9,8 @@ from operator import itemgetter
 from dataclasses import replace
 import numpy as np
 from .kernels import kernel, numba_available
-from .runs import *
+from .runs import (RLEError, as_bool_mask, as_runs, check_runs_fit, concat_arrays, first_not_whole,
+                          mask_to_bounds)
 from .objects import Objects
 from .rle import Convention, get_convention, register_convention
 
@@ -63,12 +64,15 @@ def textbook_parse_coco_string(text) -> np.ndarray:
     text = text.decode("ascii") if isinstance(text, (bytes, bytearray)) else text
     counts, p = [], 0
     while p < len(text):
-        x = k = 0; more = True
+        x = k = 0
+        more = True
         while more:
             if p == len(text): raise RLEError("the COCO counts string ends in the middle of a number")
             c = ord(text[p]) - 48
             x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20); p += 1; k += 1
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
             if not more and c & 0x10: x -= 1 << (5 * k)   # the sign bit of the last chunk
         counts.append(x + counts[-2] if len(counts) > 2 else x)
     return np.array(counts, np.int64)
@@ -113,7 +117,8 @@ def _coco_chars(counts):
             c = x & 0x1F
             x >>= 5                                        # arithmetic shift: the sign stays
             more = (x != -1) if c & 0x10 else (x != 0)
-            out[k] = 48 + (c | 0x20 if more else c); k += 1
+            out[k] = 48 + (c | 0x20 if more else c)
+            k += 1
     return out[:k]
 
 # %% ../nbs/03_coco.ipynb #74ee536d
@@ -174,7 +179,8 @@ def _undo_differences(value, n):
     w = value.copy()
     w[first[n > 0]] = 0                                             # the first count of each string stands alone
     g = np.empty_like(w)                                            # running sums along every other number
-    np.cumsum(w[0::2], out=g[0::2]); np.cumsum(w[1::2], out=g[1::2])
+    np.cumsum(w[0::2], out=g[0::2])
+    np.cumsum(w[1::2], out=g[1::2])
     g2 = np.concatenate([[0, 0], g, [0]])  # g2[i + 2] = g[i]; zeros before the start and after the end
     odd_base = np.repeat(g2[first + 1], n)  # the chain of places 1, 3, 5... starts after index first - 1
     even_base = np.repeat(g2[first + 2], n)  # the chain of places 2, 4, ... after index first (zeroed)
@@ -209,11 +215,14 @@ def _coco_counts(b):
     for p in range(b.size):
         c = np.int64(b[p]) - 48
         if c < 0 or c >= 64 or j >= 12: return out[:0], False   # not a COCO character, or over 12 characters
-        x |= (c & 0x1F) << (5 * j); j += 1
+        x |= (c & 0x1F) << (5 * j)
+        j += 1
         if not c & 0x20:                                   # the last chunk of the number
             if c & 0x10: x -= np.int64(1) << (5 * j)       # its sign bit
             out[m] = x + out[m - 2] if m > 2 else x
-            m += 1; x = 0; j = 0
+            m += 1
+            x = 0
+            j = 0
     return out[:m], j == 0
 
 # %% ../nbs/03_coco.ipynb #2bc7ec7f
@@ -237,7 +246,8 @@ def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask
     k = prev = back1 = back2 = 0  # characters, the boundary before, the counts one and two places back
     for i in range(n):
         at = bounds[i] if i < bounds.size else size
-        c = at - prev; prev = at
+        c = at - prev
+        prev = at
         if i == n - 1 and c == 0: break
         x = c - back2 if i > 2 else c
         back2, back1 = back1, c
@@ -246,7 +256,8 @@ def _bounds_coco_chars(bounds, # run boundaries, start, end, start, ... as `mask
             ch = x & 0x1F
             x >>= 5
             more = (x != -1) if ch & 0x10 else (x != 0)
-            out[k] = 48 + (ch | 0x20 if more else ch); k += 1
+            out[k] = 48 + (ch | 0x20 if more else ch)
+            k += 1
     return out[:k]
 
 def _encode_coco_fast(mask, order):
@@ -267,15 +278,20 @@ def _coco_runs(b):
     for p in range(len(b)):
         c = np.int64(b[p]) - 48
         if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], 0, False
-        x |= (c & 0x1F) << (5 * j); j += 1
+        x |= (c & 0x1F) << (5 * j)
+        j += 1
         if not c & 0x20:                                   # the last chunk of a number
             if c & 0x10: x -= np.int64(1) << (5 * j)
             count = x + back2 if m > 2 else x
             if count < 0: return starts[:0], lengths[:0], 0, False
-            if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1
+            if m % 2 == 1 and count > 0:
+                starts[r], lengths[r] = pos, count
+                r += 1
             pos += count
             back2, back1 = back1, count
-            m += 1; x = 0; j = 0
+            m += 1
+            x = 0
+            j = 0
     return starts[:r], lengths[:r], pos, j == 0
 
 # %% ../nbs/03_coco.ipynb #d45cc8c2
@@ -313,14 +329,17 @@ def _coco_fill(b,    # a compressed COCO string (bytes, or an array of them)
     n, size = len(b), flat.size
     m = p = pos = back1 = back2 = 0  # counts, characters read, pixels, the counts one and two places back
     while p < n:
-        c = np.int64(b[p]) - 48; p += 1
+        c = np.int64(b[p]) - 48
+        p += 1
         if np.uint64(c) >= 64: return pos, False  # not a COCO character (below '0' wraps around to a large number)
         x, j = c & 0x1F, 1
         while c & 0x20:                                    # more chunks: at most 12 in all
             if p == n or j >= 12: return pos, False
-            c = np.int64(b[p]) - 48; p += 1
+            c = np.int64(b[p]) - 48
+            p += 1
             if np.uint64(c) >= 64: return pos, False
-            x |= (c & 0x1F) << (5 * j); j += 1
+            x |= (c & 0x1F) << (5 * j)
+            j += 1
         if c & 0x10: x -= np.int64(1) << (5 * j)           # the sign bit of the last chunk
         count = x + back2 if m > 2 else x
         if count < 0 or count > size - pos: return pos, False
@@ -367,15 +386,21 @@ def _coco_runs_many(b,   # compressed COCO strings laid end to end (bytes)
         for p in range(at[k], at[k + 1]):
             c = np.int64(b[p]) - 48
             if c < 0 or c >= 64 or j >= 12: return starts[:0], lengths[:0], first, total, area, k
-            x |= (c & 0x1F) << (5 * j); j += 1
+            x |= (c & 0x1F) << (5 * j)
+            j += 1
             if not c & 0x20:                               # the last chunk of a number
                 if c & 0x10: x -= np.int64(1) << (5 * j)
                 count = x + back2 if m > 2 else x
                 if count < 0: return starts[:0], lengths[:0], first, total, area, k
-                if m % 2 == 1 and count > 0: starts[r], lengths[r] = pos, count; r += 1; area[k] += count
+                if m % 2 == 1 and count > 0:
+                    starts[r], lengths[r] = pos, count
+                    r += 1
+                    area[k] += count
                 pos += count
                 back2, back1 = back1, count
-                m += 1; x = 0; j = 0
+                m += 1
+                x = 0
+                j = 0
         if j != 0: return starts[:0], lengths[:0], first, total, area, k   # the string stops inside a number
         total[k] = pos
     first[n] = r
@@ -489,6 +514,6 @@ def coco_rles_to_objects(rles,        # COCO RLEs, as `coco_rles_to_runs` takes 
         if shapes is not None: rles = [{"counts": c, "size": s} for c, s in zip(_counts_of(rles), shapes.tolist())]
         runs = coco_rles_to_runs(rles)
         n = np.array([s.size for s, _ in runs], np.int64)
-        cat = lambda xs: np.concatenate(xs).astype(np.int64, copy=False) if xs else np.zeros(0, np.int64)
-        flat = cat([s for s, _ in runs]), cat([l for _, l in runs]), np.concatenate([[0], np.cumsum(n)]), None
+        flat = (concat_arrays([s for s, _ in runs]), concat_arrays([l for _, l in runs]),
+                np.concatenate([[0], np.cumsum(n)]), None)
     return Objects.from_offsets(*flat[:3], order="F", area=flat[3])

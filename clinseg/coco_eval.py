@@ -116,7 +116,8 @@ def _grouped_by_image(o, at, n_img):
         first = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(o)))])
         n = np.diff(first)[by]
         take = np.repeat(first[by] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
-        new = np.empty_like(by); new[by] = np.arange(by.size)
+        new = np.empty_like(by)
+        new[by] = np.arange(by.size)
         s, l, owner = s[take], l[take], new[owner[take]]
     img_first = np.searchsorted(at[by], np.arange(n_img + 1))
     run_first = np.searchsorted(owner, img_first)

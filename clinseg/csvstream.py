@@ -5,13 +5,13 @@
 # %% ../nbs/12_csvstream.ipynb #60ac8c35
 from __future__ import annotations
 import bisect, csv, io, itertools, os, re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import numpy as np
 from .kernels import numba_available
 
 # %% auto #0
-__all__ = ['BLOCK_SIZE', 'MAX_HEADER_BYTES', 'MAX_ROW_BYTES', 'Problem', 'Report', 'source_name', 'CSVSource', 'header_map',
-           'bad_width', 'csv_chunks']
+__all__ = ['SEEN_LIMIT', 'BLOCK_SIZE', 'MAX_HEADER_BYTES', 'MAX_ROW_BYTES', 'Problem', 'Report', 'source_name', 'CSVSource',
+           'header_map', 'bad_width', 'csv_chunks']
 
 # %% ../nbs/12_csvstream.ipynb #37bf81b4
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class Problem:
     def __str__(self): return f"{self.where}: {'warning: ' if self.level == 'warning' else ''}{self.message}"
 
 # %% ../nbs/12_csvstream.ipynb #fcaaa8ef
+SEEN_LIMIT = 1 << 16   # keys of `once=` a report keeps (or `limit`, when larger)
+
 class Report:
     "Every problem found in one file (the first `limit` by row kept, the rest counted)"
     def __init__(self, file, limit=100):
@@ -40,12 +42,16 @@ class Report:
         self.checked = []   # what could be checked (e.g. no solution: sizes and missing ids were not)
         # False when reading stopped early (empty file, unreadable header or bytes): missing ids are not listed
         self.complete = True
+        self.exact = True   # False when some problems were not counted: the counts are then lower bounds
         self._seen, self._keys = set(), []   # _keys[k] orders problems[k]: (whole-file, row, order of adding)
 
     def add(self, row, field, message, level="error", once=None):
         "Record a problem; `once` is a key that makes a problem be recorded only the first time"
         if once is not None:
             if once in self._seen: return
+            if len(self._seen) >= max(SEEN_LIMIT, self.limit):   # maybe one seen before but not kept: not counted
+                self.exact = False
+                return
             self._seen.add(once)
         if level == "error": self.errors += 1
         else: self.warnings += 1
@@ -65,14 +71,21 @@ class Report:
 
     @property
     def more(self) -> int:
-        "Problems found beyond `limit`"
+        "Problems found beyond `limit` (at least this many when not `exact`)"
         return self.errors + self.warnings - len(self.problems)
+
+    def room(self, row=None) -> int:
+        "How many more problems the report can list (on `row` or after it: those kept on later rows give way)"
+        before = len(self._keys) if row is None else bisect.bisect_left(self._keys, (False, row, 0))
+        return max(self.limit - before, 0)
 
 # %% ../nbs/12_csvstream.ipynb #913cb402
 def _report_lines(self) -> list[str]:
     "One line per problem, then a count of those beyond the limit"
     out = [str(p) for p in self.problems]
-    if self.more: out.append(f"{self.file}: ... and {self.more} more problems (raise the limit to list them)")
+    if self.more or not self.exact:
+        out.append(f"{self.file}: ... and {'' if self.exact else 'at least '}{self.more} more problems "
+                   "(raise the limit to list them)")
     return out
 
 Report.lines = _report_lines
@@ -80,7 +93,8 @@ Report.lines = _report_lines
 # %% ../nbs/12_csvstream.ipynb #949ec52d
 def _report_repr(self):
     "The counts, then one line per problem (the first 30)"
-    head = f"{self.file}: {self.rows} rows, {self.errors} errors, {self.warnings} warnings"
+    least = "" if self.exact else "at least "
+    head = f"{self.file}: {self.rows} rows, {least}{self.errors} errors, {self.warnings} warnings"
     lines = self.lines()
     return "\n".join([head + ("" if self.problems else " (clean)")] + lines[:30] + (["..."] if len(lines) > 30 else []))
 
@@ -269,51 +283,72 @@ def _text_lines(readline, limit):
 
 # %% ../nbs/12_csvstream.ipynb #56e3fd39
 class _Feed:
-    ("The lines given to the csv module: decoded one by one, numbered (`line`: the last one given), those of the "
-     "current record kept")
+    ("The lines given to the csv module: decoded one by one, numbered (`line`: the last one given; a lone `\\r` "
+     "inside a quoted field ends no line), those of the current record and their numbers kept")
     def __init__(self, physical, line, limit):   # physical: lines as bytes (decoded here) or text
-        self.line, self.record, self.size, self.ended, self.limit = line, [], 0, False, limit
+        self.line, self.next, self.size, self.ended, self.limit = line, line + 1, 0, False, limit
+        self.record, self.numbers = [], []
         self.lines = self._decoded(physical)
     def _decoded(self, physical):
         for b in physical:
-            t = b if isinstance(b, str) else b.decode("utf-8")   # a UnicodeDecodeError is about line `self.line + 1`
+            # the csv module asks for more of a record only inside a quoted field: a lone \r there is in the value
+            self.next = self.line + (0 if self.record and self.record[-1].endswith("\r") else 1)
+            t = b if isinstance(b, str) else b.decode("utf-8")   # a UnicodeDecodeError is about line `self.next`
             self.size += len(t)
-            if self.size > self.limit: raise _TooLong(self.line - len(self.record) + 1)
-            self.line += 1
+            if self.size > self.limit: raise _TooLong(self.numbers[0] if self.numbers else self.next)
+            self.line = self.next
             self.record.append(t)
+            self.numbers.append(self.line)
             yield t
         self.ended = True   # the csv module asked past the end: only a quoted field left open makes it do that
     def next_record(self):
         self.record.clear()
+        self.numbers.clear()
         self.size = 0
 
 # %% ../nbs/12_csvstream.ipynb #6c665930
-def _quote_opens(lines, first):
-    ("Number of the line (of a record's `lines`, the first numbered `first`) where its quoted field that is never "
+def _quote_opens(lines, numbers):
+    ("Number of the line (of a record's `lines`, numbered `numbers`) where its quoted field that is never "
      "closed opens")
-    at, quoted = first, False
+    at, quoted = numbers[0], False
     for n, t in enumerate(lines):
         i = 0
         while True:
             if not quoted:
                 j = 0 if n == 0 and i == 0 and t.startswith('"') else t.find(',"', i) + 1 or -1
                 if j < 0: break
-                quoted, at, i = True, first + n, j + 1
+                quoted, at, i = True, numbers[n], j + 1
             j = t.find('"', i)
             if j < 0: break               # the field goes on into the next line
             if t.startswith('"', j + 1): i = j + 2   # "" inside the field
             else: quoted, i = False, j + 1
     return at
 
+# %% ../nbs/12_csvstream.ipynb #b42b20cf
+@dataclass
+class _Rows:
+    "How one file's data rows are read: where the problems go, the shape of a row, and the reader's options"
+    report: Report               # collects the problems, counts the rows
+    width: int                   # fields in a row, as the header has them
+    present: tuple               # the optional columns present
+    fix: object                  # row -> its fields in `columns` order (None: in that order already)
+    progress: object             # callback(bytes read), or None
+    pos: object                  # () -> bytes read so far
+    chunk_rows: int = 1 << 14    # rows per chunk (csv module path)
+    block: int = BLOCK_SIZE      # bytes per block (fast path)
+    limit: int = MAX_ROW_BYTES   # the longest row read
+    columnar: tuple | None = None   # (reader of plain blocks, index of each column, runs, key): rows as columns
+    def fixed(self, row): return row if self.fix is None else self.fix(row)
+
 # %% ../nbs/12_csvstream.ipynb #2bf3e51a
-def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
-    "Chunks of rows read by the csv module from the lines of a `_Feed`, with their line numbers"
-    reader, lines, rows, limit = csv.reader(feed.lines), [], [], feed.limit + 1
+def _csv_rows(feed, how):
+    "Chunks of rows read by the csv module from the lines of a `_Feed`, with their line numbers (`how`: a `_Rows`)"
+    reader, lines, rows, limit, report = csv.reader(feed.lines), [], [], feed.limit + 1, how.report
     old = csv.field_size_limit(limit)     # a field may be as long as a row; the caller's limit is back at each yield
     try:
         for row in reader:
             if feed.ended:
-                report.add(_quote_opens(feed.record, feed.line - len(feed.record) + 1), None,
+                report.add(_quote_opens(feed.record, feed.numbers), None,
                            "a quoted field opens on this row and is "
                            'never closed: the rest of the file would be one field (a quote inside a value is written '
                            '"")')
@@ -321,20 +356,21 @@ def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
                 break
             line = feed.line
             feed.next_record()
-            if len(row) != width:
-                bad_width(row, line, width, report)
+            if len(row) != how.width:
+                bad_width(row, line, how.width, report)
                 continue
-            if len(rows) >= chunk_rows:   # handed over before the next row: the last row stays until the end is known
+            # handed over before the next row: the last row stays until the end is known
+            if len(rows) >= how.chunk_rows:
                 report.rows += len(rows)
-                if progress is not None: progress(pos())
+                if how.progress is not None: how.progress(how.pos())
                 csv.field_size_limit(old)
-                yield lines, rows, present
+                yield lines, rows, how.present
                 csv.field_size_limit(limit)
                 lines, rows = [], []
-            rows.append(fix(row))
+            rows.append(how.fixed(row))
             lines.append(line)
     except UnicodeDecodeError as e:
-        report.add(feed.line + 1, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8")
+        report.add(feed.next, None, f"not UTF-8 text ({e.reason}): save the file as UTF-8")
         report.complete = False
     except _TooLong as e: _too_long(report, e.row or feed.line + 1, feed.limit)
     except csv.Error as e:
@@ -343,7 +379,7 @@ def _csv_rows(feed, width, report, present, fix, chunk_rows, progress, pos):
     finally: csv.field_size_limit(old)
     if rows:
         report.rows += len(rows)
-        yield lines, rows, present
+        yield lines, rows, how.present
 
 # %% ../nbs/12_csvstream.ipynb #5bd789bc
 def _read_header(src, report, columns):
@@ -410,15 +446,13 @@ def csv_chunks(src,               # an open `CSVSource`
     names, width = [h.strip() for h in header], len(header)
     present = tuple(n for n in optional if n in names)
     fix = None if idx == list(range(len(idx))) and len(idx) == width else (lambda row: [row[i] for i in idx])
-    if src.raw is not None and fast:
-        yield from _fast_rows(src, rest, 1, width, report, present, fix, progress, block, max_row,
-                              *((columnar, idx, runs, key) if columnar and numba_available() else ()))
+    how = _Rows(report, width, present, fix, progress, src.pos, chunk_rows, block, max_row,
+                (columnar, idx, runs, key) if columnar and numba_available() else None)
+    if src.raw is not None and fast: yield from _fast_rows(src, rest, how)
     else:
-        lines = _text_lines(src.text.readline,
-                            max_row) if src.raw is None else _byte_lines(_blocks(src.raw, rest, block, max_row),
-                                                                         max_row)
-        yield from _csv_rows(_Feed(lines, 1, max_row), width, report, present, fix or (lambda r: r), chunk_rows,
-                             progress, src.pos)
+        lines = (_text_lines(src.text.readline, max_row) if src.raw is None
+                 else _byte_lines(_blocks(src.raw, rest, block, max_row), max_row))
+        yield from _csv_rows(_Feed(lines, 1, max_row), how)
     if progress is not None: progress(src.pos())
 
 # %% ../nbs/12_csvstream.ipynb #9d312dc9
@@ -468,27 +502,28 @@ def _rows_of(block, line, width, report, fix):
     return (rows if fix is None else [fix(r) for r in rows]), numbers, len(lines)
 
 # %% ../nbs/12_csvstream.ipynb #6bd2e81c
-def _fast_rows(src, rest, first_line, width, report, present, fix, progress, block_size, limit, columnar=None, idx=None,
-               runs=None, key=None):
-    ("Chunks of rows of a plain file, read block by block (by `columnar`, columns in `idx` order, when given); hands "
-     "over to the csv module at the first block that is not plain")
-    line, blocks = first_line, _blocks(src.raw, rest, block_size, limit)
+def _fast_rows(src, rest, how):
+    ("Chunks of rows of a plain file, read block by block (as columns by `how.columnar`, when given); hands over to "
+     "the csv module at the first block that is not plain (`how`: a `_Rows`)")
+    line, blocks = 1, _blocks(src.raw, rest, how.block, how.limit)
     try:
         for block in blocks:
             if not _plain(block):         # this block and the rest of the file go through the csv module
-                feed = _Feed(_byte_lines(itertools.chain([block], blocks), limit), line, limit)
-                yield from _csv_rows(feed, width, report, present, fix or (lambda r: r), 1 << 14, progress, src.pos)
+                feed = _Feed(_byte_lines(itertools.chain([block], blocks), how.limit), line, how.limit)
+                yield from _csv_rows(feed, replace(how, chunk_rows=1 << 14))
                 return
-            long = _long_line(block, limit)
+            long = _long_line(block, how.limit)
             if long is not None: block = block[:long[1]]   # the rows before it are read, then the reader stops
             if block:
-                if columnar is None: rows, numbers, n = _rows_of(block, line, width, report, fix)
-                else: rows, numbers, n = columnar(block, line, width, report, idx, runs, key)
+                if how.columnar is None: rows, numbers, n = _rows_of(block, line, how.width, how.report, how.fix)
+                else:
+                    columnar, idx, runs, key = how.columnar
+                    rows, numbers, n = columnar(block, line, how.width, how.report, idx, runs, key)
                 line += n
-                report.rows += len(rows)
-                if progress is not None: progress(src.pos())
-                if len(rows): yield numbers, rows, present
+                how.report.rows += len(rows)
+                if how.progress is not None: how.progress(src.pos())
+                if len(rows): yield numbers, rows, how.present
             if long is not None:
-                _too_long(report, line + 1, limit)
+                _too_long(how.report, line + 1, how.limit)
                 return
-    except _TooLong: _too_long(report, line + 1, limit)
+    except _TooLong: _too_long(how.report, line + 1, how.limit)

@@ -8,7 +8,7 @@ import csv, importlib.util, io, random, shutil, sys, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from .competitions import BUILT_IN
-from .scoring import new_file
+from .files import new_file
 from .submissions import get_competition, score, validate
 
 # %% auto #0
@@ -40,7 +40,7 @@ def split_usage(path,         # a solution CSV file (anything else is left as it
     if not rows or "Usage" not in rows[0]: return None
     u, k = rows[0].index("Usage"), rows[0].index(id_column) if id_column in rows[0] else 0
     private = private_images([r[k] for r in rows[1:]], seed, share)
-    side = lambda r: r[u] if r[u] == "Ignored" else "Private" if r[k] in private else "Public"
+    def side(r): return r[u] if r[u] == "Ignored" else "Private" if r[k] in private else "Public"
     with new_file(path, overwrite=True) as f:
         w = csv.writer(f, lineterminator="\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n")
         w.writerows([rows[0]] + [r[:u] + [side(r)] + r[u + 1:] for r in rows[1:]])
@@ -74,7 +74,7 @@ class DemoResult:
         cells = [head] + [(r.competition, str(r.items), str(r.rows), f"{r.score:.4f}", f"{r.seconds:.1f}",
                            str(r.submission.relative_to(self.folder))) for r in self.runs]
         w = [max(len(c[k]) for c in cells) for k in range(len(head))]
-        line = lambda c: "  ".join(v.ljust(n) if k in (0, 5) else v.rjust(n) for k, (v, n) in enumerate(zip(c, w)))
+        def line(c): return "  ".join(v.ljust(n) if k in (0, 5) else v.rjust(n) for k, (v, n) in enumerate(zip(c, w)))
         return "\n".join(line(c).rstrip() for c in cells)
 
     def __repr__(self): return f"{self.table()}\n\nfiles in {self.folder}"

@@ -4,72 +4,97 @@
 
 # %% ../nbs/13a_groups.ipynb #1a8efb9a
 from __future__ import annotations
-import math, os, re
+import math, os, re, sys
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
 import numpy as np
-from .objects import Objects, find_overlaps
+from .runs import concat_arrays
+from .objects import Objects, first_overlaps
 from .rle import get_convention
 from .many_rows import parse_many
-from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks
+from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
 from .csvfields import Fields, fields_of
-from .submission import FILE_EXTENSION, KEY_SEPARATOR, KnownIds, SubmissionError, key_text
+from .competition import FILE_EXTENSION, KEY_SEPARATOR, KnownIds, SubmissionError, key_of, key_text
 from .kernels import kernel, numba_available
 
 # %% auto #0
-__all__ = ['Group', 'read_groups', 'solution_truth']
+__all__ = ['SubmissionReader', 'read_sample_ids', 'Progress', 'Group', 'read_groups', 'solution_truth']
 
-# %% ../nbs/13a_groups.ipynb #de56a03f
-def _key_label(comp, sep="/"):
-    "The key's columns for a message's field (`id/class`) or text (`(id, class)` with sep ', ')"
-    if len(comp.key_columns) == 1: return comp.id_column
-    return "/".join(comp.key_columns) if sep == "/" else "(" + sep.join(comp.key_columns) + ")"
+# %% ../nbs/13a_groups.ipynb #287c98a4
+class SubmissionReader:
+    ("A submission (or a CSV solution) as its competition reads it, set up once: the competition, the file, the "
+     "report, what the solution (or a sample submission) says, and the reader's options")
+    def __init__(self,
+                 comp,              # `Competition`
+                 source,            # path or text stream of the submission (or of a CSV solution)
+                 report=None,       # `Report` that collects the problems (default: a new one listing `limit`)
+                 sol=None,          # its `Solution`: image sizes, the ids it must have and the only ones it may
+                 shapes=None,       # or: {id: image shape} (None: sizes and unknown ids not checked)
+                 expected=None,     # and: ids the file must have (None: missing ids not checked)
+                 known=None,        # `KnownIds` (default: the solution's, from `shapes`)
+                 solution=False,    # reading a solution: its columns; an empty field is an image without objects
+                 progress=None,     # True: a progress bar on stderr; or a callback(bytes read)
+                 others=(),         # (label, columns) of other competitions' headers, to name a wrong one
+                 fast=True,         # the csv reader's fast path (False: the csv module only)
+                 block=BLOCK_SIZE,  # bytes per block of the fast path
+                 limit=100,         # problems a new report lists; more are counted
+                 sample=None,       # without a solution: a sample submission, whose ids are the valid ones
+                 executor=None,     # a `concurrent.futures.Executor` the scorer (or the competition) may use
+                ):
+        if sol is not None and sample is not None:
+            raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")
+        if sample is not None:
+            ids = read_sample_ids(sample, comp)
+            expected, known = ids, KnownIds(dict.fromkeys(ids), "the sample submission")
+        self.comp, self.source, self.sol, self.solution, self.sample = comp, source, sol, solution, sample
+        self.report = Report(source_name(source), limit) if report is None else report
+        self.shapes = sol.shapes if shapes is None and sol is not None else shapes
+        self.expected = sol.order if expected is None and sol is not None else expected
+        self.known = KnownIds(self.shapes) if known is None and self.shapes is not None else known
+        self.progress, self.others, self.fast, self.block, self.executor = progress, others, fast, block, executor
+        self.conv = get_convention(comp.convention)
+        if solution: self.columns, self.optional = tuple(c for c in comp.solution_columns if c != "Usage"), ("Usage",)
+        else: self.columns, self.optional = comp.columns, ()
+        self.at = [self.columns.index(c) for c in comp.key_columns]   # where the key's columns are in a row
+        self.k_rle, self.pattern = self.columns.index(comp.rle_column), re.compile(comp.id_pattern)
 
-# %% ../nbs/13a_groups.ipynb #2e50ae18
-def _row_keys(rows, at):
-    "The key of each CSV row: the field at `at[0]`, or the fields at `at` joined"
-    if len(at) == 1: return [r[at[0]] for r in rows]
-    return [KEY_SEPARATOR.join(r[k] for k in at) for r in rows]
+    def __repr__(self):
+        what = "solution" if self.solution else "submission"
+        against = (" against its solution" if self.sol is not None else " against a sample submission"
+                   if self.sample is not None else " against the known ids" if self.known is not None else "")
+        return f"SubmissionReader: {self.comp.name} {what} {self.report.file}{against}"
 
-# %% ../nbs/13a_groups.ipynb #2e73848a
-def _check_ids(ids, lines, comp, report, known, seen, pattern):
-    ("Unknown (with a solution or sample submission) or implausible (without), and duplicated ids (keys) of one chunk; "
-     "returns the rows whose id is listed but not their key")
-    prev, n, later, at = None, len(comp.key_columns), [], comp.key_columns.index(comp.id_column)
-    for k, i in enumerate(ids):
-        if comp.per_image and i == prev: continue
-        prev = i
-        if n > 1 and i.count(KEY_SEPARATOR) != n - 1:
-            report.add(lines[k], _key_label(comp), f"the control character U+001F is not allowed in {_key_label(comp)}")
-            continue
-        v = i if n == 1 else i.split(KEY_SEPARATOR)[at]   # the id column's value
-        if known is not None:   # the listed ids are the truth
-            if i in known: pass
-            elif n > 1 and v in known.id_values(comp): later.append(k)
-            else: report.add(lines[k], comp.id_column, known.message(v, comp), once=("unknown", v))
-        elif not pattern.fullmatch(v):
-            bare = FILE_EXTENSION.sub("", v)
-            ext = " (drop the file extension)" if bare != v and pattern.fullmatch(bare) else ""
-            rule = f" ({comp.id_rule})" if comp.id_rule else ""
-            report.add(lines[k], comp.id_column,
-                       f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
-                       once=("format", v))
-        if not comp.per_image:
-            if i in seen:
-                report.add(lines[k], _key_label(comp), f"{key_text(comp, i)} appears again (first at row {seen[i]})")
-            else: seen[i] = lines[k]
-    return later
+# %% ../nbs/13a_groups.ipynb #4f56603e
+def read_sample_ids(source,   # the competition's sample submission (path or text stream)
+                    comp,     # `Competition`
+                   ) -> list:
+    "The ids a sample submission lists, each once, in file order (its run-length strings are not read)"
+    report, ids = Report(source_name(source)), {}
+    at = [comp.columns.index(c) for c in comp.key_columns]
+    with CSVSource(source) as src:
+        for lines, rows, present in csv_chunks(src, comp.columns, report):
+            for r in rows: ids.setdefault(key_of(comp, dict(zip(comp.key_columns, (r[k] for k in at)))), None)
+    if not report.ok: raise SubmissionError(report)
+    if not ids:
+        report.add(None, None, "the sample submission has no rows")
+        raise SubmissionError(report)
+    return list(ids)
 
-# %% ../nbs/13a_groups.ipynb #057b2769
-def _unlisted_keys(later, ids, lines, ok, comp, report, known):
-    ("Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the "
-     "competition's own check)")
-    rest = [c for c in comp.key_columns if c != comp.id_column]
-    at = comp.key_columns.index(comp.id_column)
-    for k in later:
-        if ok[k]:
-            report.add(lines[k], "/".join(rest),
-                       f"{key_text(comp, ids[k])} is not in {known.what}: it has {comp.id_column} "
-                             f"{ids[k].split(KEY_SEPARATOR)[at]}, but not with this {'/'.join(rest)}")
+# %% ../nbs/13a_groups.ipynb #8652623f
+class Progress:
+    "A tqdm bar over the bytes of a file, on stderr (a no-op when off, or when tqdm is not installed)"
+    def __init__(self, source, on):
+        self.bar = None
+        if on and isinstance(source, (str, os.PathLike)):
+            try: from tqdm import tqdm   # the terminal bar, on stderr (not the notebook widget)
+            except ImportError: return
+            self.bar = tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=Path(source).name,
+                            file=sys.stderr, leave=False)
+    def __call__(self, pos):
+        if self.bar is not None: self.bar.update(pos - self.bar.n)
+    def close(self):
+        if self.bar is not None: self.bar.close()
 
 # %% ../nbs/13a_groups.ipynb #3e89a409
 @dataclass
@@ -107,99 +132,16 @@ class _Builder:
         self.parts.append((starts, lengths, counts))
         for k, v in extra.items(): self.extra.setdefault(k, []).append(v)
     def build(self, rejoined=False):
-        cat = lambda xs: np.concatenate(xs).astype(np.int64) if len(xs) != 1 else np.asarray(xs[0], np.int64)
-        s, l, n = (cat([p[k] for p in self.parts] or [[]]) for k in range(3))
+        s, l, n = (concat_arrays([p[k] for p in self.parts] or [[]], copy=False) for k in range(3))
         return _Pending(self.id, self.rows, s, l, n, self.shape, self.order,
                         {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
 
-# %% ../nbs/13a_groups.ipynb #bdd177c2
-def _overlap_check(g, comp, report, flag=None):
-    "Name every pair of rows of one image whose masks overlap (`flag`: whether any two do, when known already)"
-    if g.starts.size < 2: return
-    # section Making it fast
-    if flag is None and numba_available(): flag = _any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0]
-    if flag is None:
-        s, l, _ = g.objects.sorted()        # kept by the Objects: the scorer's overlap counts reuse it
-        flag = (s[1:] < np.maximum.accumulate(s + l)[:-1]).any()   # one sort says "no overlap" in most images
-    if not flag: return
-    i, j, shared = find_overlaps(g.objects.as_list())
-    for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
-        report.add(g.rows[b], comp.rle_column,
-                   f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
-                   "masks of one image must not overlap", once=("overlap", g.rows[a], g.rows[b]))
-
-# %% ../nbs/13a_groups.ipynb #223e68d2
-def _row_shapes(ids, shapes, comp):
-    "The image shape of each row: one look-up per image (rows of an image are usually together)"
-    if shapes is None: return comp.shape
-    if not comp.per_image: return [shapes.get(i, comp.shape) for i in ids]
-    cuts = [0] + [k for k in range(1, len(ids)) if ids[k] != ids[k - 1]] + [len(ids)]
-    return [sh for a, b in zip(cuts[:-1], cuts[1:]) for sh in [shapes.get(ids[a], comp.shape)] * (b - a)]
-
-# %% ../nbs/13a_groups.ipynb #8b2e92a4
-def _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, report, solution):
-    "Runs of every row of a chunk (parse_many), which rows are valid, and the competition's own fields"
-    texts = [r[k_rle] for r in rows]
-    row_shapes = _row_shapes(ids, shapes, comp)
-    offsets, starts, lengths, errors = parse_many(texts, conv, row_shapes)
-    ok = np.ones(len(rows), bool)
-    for k, msg in errors.items():
-        report.add(lines[k], comp.rle_column, msg)
-        ok[k] = False
-    if not (conv.empty == "field" or solution):
-        for k in [k for k, t in enumerate(texts) if not t]:
-            report.add(lines[k], comp.rle_column,
-                       f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out")
-            ok[k] = False
-    extra = {}
-    if comp.check_rows is not None and not solution:
-        cs = np.concatenate([[0], np.cumsum(lengths)])
-        sums = [int(cs[offsets[k + 1]] - cs[offsets[k]]) if ok[k] else None for k in range(len(rows))]
-        sizes = [None if s is None else math.prod(s) for s in (row_shapes if isinstance(row_shapes, list)
-                                                               else [row_shapes] * len(rows))]
-        extra = comp.check_rows(rows, lines, sums, sizes, ok, report)
-    return offsets, starts, lengths, ok, extra
-
-# %% ../nbs/13a_groups.ipynb #a4d30a20
-def _take(bld, lines, offsets, starts, lengths, ok, extra, a, b):
-    "Add rows a..b of a chunk (the valid ones) to a group's builder"
-    good = [k for k in range(a, b) if ok[k]]
-    if not good: return
-    n = np.diff(offsets)
-    if len(good) == b - a:
-        bld.add(lines[a:b], starts[offsets[a]:offsets[b]], lengths[offsets[a]:offsets[b]], n[a:b],
-                {k: v[a:b] for k, v in extra.items()})
-    else:
-        sel = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in good]).astype(np.int64)
-        bld.add([lines[k] for k in good], starts[sel], lengths[sel], n[good], {k: v[good] for k, v in extra.items()})
-
-# %% ../nbs/13a_groups.ipynb #6b56ce86
-def _missing(report, comp, expected, got, known):
-    "Ids the solution (or sample) has and the file lacks: an error each, or one warning, as the competition says"
-    missing = [i for i in expected if i not in got]
-    if not missing or comp.missing == "ignore": return
-    if comp.missing == "warning":
-        a = "an" if comp.item[:1] in "aeiou" else "a"
-        if len(missing) == 1:
-            say = (f"{comp.item} {key_text(comp, missing[0])} has no row: scored as {a} {comp.item} with no predicted "
-                   f"{comp.object_name}")
-        else:
-            say = (f"{len(missing)} {comp.item}s have no row "
-                   f"({', '.join(key_text(comp, i) for i in missing[:3])}{', ...' if len(missing) > 3 else ''}): "
-                     f"each is scored as {a} {comp.item} with no predicted {comp.object_name}")
-        report.add(None, _key_label(comp), say, "warning")
-        return
-    for i in missing:
-        report.add(None, _key_label(comp),
-                   f"{key_text(comp, i)} is missing: {known.what if known is not None else 'the solution'} has it, "
-                   f"every {'id' if len(comp.key_columns) == 1 else _key_label(comp, ', ')} needs a row (an empty "
-                   "field for an empty mask)")
-
 # %% ../nbs/13a_groups.ipynb #f834528b
 class _Reading:
-    "One pass of `read_groups` over a file: the state between chunks"
-    def __init__(self, comp, report, only, order, shapes):
-        self.comp, self.report, self.only, self.order, self.shapes = comp, report, only, order, shapes
+    "One pass of a `SubmissionReader` over its file: the state between chunks (`only`: the ids a second pass gathers)"
+    def __init__(self, rd, report, only):
+        self.rd, self.comp, self.report, self.only = rd, rd.comp, report, only
+        self.order, self.shapes = rd.conv.order, rd.shapes
         self.seen, self.closed, self.split, self.cur, self.builders = {}, set(), set(), None, {}
     def close(self):
         "The current image's group, checked (None when there is none)"
@@ -220,30 +162,233 @@ class _Reading:
             self.cur = _Builder(i, self.order, shape)
         return self.cur, done
 
+# %% ../nbs/13a_groups.ipynb #de56a03f
+def _key_label(comp, sep="/"):
+    "The key's columns for a message's field (`id/class`) or text (`(id, class)` with sep ', ')"
+    if len(comp.key_columns) == 1: return comp.id_column
+    return "/".join(comp.key_columns) if sep == "/" else "(" + sep.join(comp.key_columns) + ")"
+
+# %% ../nbs/13a_groups.ipynb #2e50ae18
+def _row_keys(rows, at):
+    "The key of each CSV row: the field at `at[0]`, or the fields at `at` joined"
+    if len(at) == 1: return [r[at[0]] for r in rows]
+    return [KEY_SEPARATOR.join(r[k] for k in at) for r in rows]
+
+# %% ../nbs/13a_groups.ipynb #2e73848a
+def _check_ids(st, ids, lines):
+    ("Unknown (with a solution or sample submission) or implausible (without), and duplicated ids (keys) of one chunk "
+     "(`st`: the pass); returns the rows whose id is listed but not their key")
+    comp, report, known, seen, pattern = st.comp, st.report, st.rd.known, st.seen, st.rd.pattern
+    prev, n, later, at = None, len(comp.key_columns), [], comp.key_columns.index(comp.id_column)
+    for k, i in enumerate(ids):
+        if comp.per_image and i == prev: continue
+        prev = i
+        if n > 1 and i.count(KEY_SEPARATOR) != n - 1:
+            report.add(lines[k], _key_label(comp), f"the control character U+001F is not allowed in {_key_label(comp)}")
+            continue
+        v = i if n == 1 else i.split(KEY_SEPARATOR)[at]   # the id column's value
+        if known is not None:   # the listed ids are the truth
+            if i in known: pass
+            elif n > 1 and v in known.id_values(comp): later.append(k)
+            else: report.add(lines[k], comp.id_column, known.message(v, comp), once=("unknown", v))
+        elif not pattern.fullmatch(v):
+            bare = FILE_EXTENSION.sub("", v)
+            ext = " (drop the file extension)" if bare != v and pattern.fullmatch(bare) else ""
+            rule = f" ({comp.id_rule})" if comp.id_rule else ""
+            report.add(lines[k], comp.id_column,
+                       f"{v!r} is not a valid {comp.id_column}{ext}: expected an id like {comp.id_example}{rule}",
+                       once=("format", v))
+        if not comp.per_image:
+            if i in seen:
+                report.add(lines[k], _key_label(comp), f"{key_text(comp, i)} appears again (first at row {seen[i]})")
+            else: seen[i] = lines[k]
+    return later
+
+# %% ../nbs/13a_groups.ipynb #057b2769
+def _unlisted_keys(st, later, ids, lines, ok):
+    ("Rows whose id is listed but not with these other key values (said unless the row is refused already, e.g. by the "
+     "competition's own check)")
+    comp, report, known = st.comp, st.report, st.rd.known
+    rest = [c for c in comp.key_columns if c != comp.id_column]
+    at = comp.key_columns.index(comp.id_column)
+    for k in later:
+        if ok[k]:
+            report.add(lines[k], "/".join(rest),
+                       f"{key_text(comp, ids[k])} is not in {known.what}: it has {comp.id_column} "
+                             f"{ids[k].split(KEY_SEPARATOR)[at]}, but not with this {'/'.join(rest)}")
+
+# %% ../nbs/13a_groups.ipynb #223e68d2
+def _row_shapes(ids, shapes, comp):
+    "The image shape of each row: one look-up per image (rows of an image are usually together)"
+    if shapes is None: return comp.shape
+    if not comp.per_image: return [shapes.get(i, comp.shape) for i in ids]
+    cuts = [0] + [k for k in range(1, len(ids)) if ids[k] != ids[k - 1]] + [len(ids)]
+    return [sh for a, b in zip(cuts[:-1], cuts[1:]) for sh in [shapes.get(ids[a], comp.shape)] * (b - a)]
+
+# %% ../nbs/13a_groups.ipynb #8b2e92a4
+class _Parsed(NamedTuple):
+    "A chunk's rows parsed: their line numbers, runs (row k: offsets[k]:offsets[k + 1]), validity and own fields"
+    lines: list
+    offsets: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    ok: np.ndarray
+    extra: dict
+
+def _parse_chunk(st, rows, lines, ids) -> _Parsed:
+    "Runs of every row of a chunk (parse_many), which rows are valid, and the competition's own fields"
+    rd, comp, report = st.rd, st.comp, st.report
+    texts = [r[rd.k_rle] for r in rows]
+    row_shapes = _row_shapes(ids, st.shapes, comp)
+    offsets, starts, lengths, errors = parse_many(texts, rd.conv, row_shapes)
+    ok = np.ones(len(rows), bool)
+    for k, msg in errors.items():
+        report.add(lines[k], comp.rle_column, msg)
+        ok[k] = False
+    if not (rd.conv.empty == "field" or rd.solution):
+        for k in [k for k, t in enumerate(texts) if not t]:
+            report.add(lines[k], comp.rle_column,
+                       f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out")
+            ok[k] = False
+    extra = {}
+    if comp.check_rows is not None and not rd.solution:
+        cs = np.concatenate([[0], np.cumsum(lengths)])
+        sums = [int(cs[offsets[k + 1]] - cs[offsets[k]]) if ok[k] else None for k in range(len(rows))]
+        sizes = [None if s is None else math.prod(s) for s in (row_shapes if isinstance(row_shapes, list)
+                                                               else [row_shapes] * len(rows))]
+        extra = comp.check_rows(rows, lines, sums, sizes, ok, report)
+    return _Parsed(lines, offsets, starts, lengths, ok, extra)
+
+# %% ../nbs/13a_groups.ipynb #a4d30a20
+def _take(bld, part, a, b):
+    "Add rows a..b of a `_Parsed` chunk (the valid ones) to a group's builder"
+    lines, offsets, starts, lengths, ok, extra = part
+    good = [k for k in range(a, b) if ok[k]]
+    if not good: return
+    n = np.diff(offsets)
+    if len(good) == b - a:
+        bld.add(lines[a:b], starts[offsets[a]:offsets[b]], lengths[offsets[a]:offsets[b]], n[a:b],
+                {k: v[a:b] for k, v in extra.items()})
+    else:
+        sel = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in good]).astype(np.int64)
+        bld.add([lines[k] for k in good], starts[sel], lengths[sel], n[good], {k: v[good] for k, v in extra.items()})
+
+# %% ../nbs/13a_groups.ipynb #bdd177c2
+def _overlaps_any(g) -> bool:
+    ("Whether two masks of a group share a pixel: one sort of its runs (kept by the Objects: the scorer's overlap "
+     "counts reuse it); one sort says \"no overlap\" in most images")
+    s, l, _ = g.objects.sorted()
+    return bool((s[1:] < np.maximum.accumulate(s + l)[:-1]).any())
+
+def _overlap_check(g, comp, report, flag=None):
+    ("Name the pairs of rows of one image whose masks overlap, as many as the report can list and one more "
+     "(`flag`: whether any two do, when known already)")
+    if g.starts.size < 2 or not (_overlaps_any(g) if flag is None else flag): return
+    room = report.room(g.rows[0])
+    i, j, shared = first_overlaps(g.objects, room + 1)
+    if i.size > room: report.exact = False   # the search stopped: there may be more pairs
+    for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
+        report.add(g.rows[b], comp.rle_column,
+                   f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
+                   "masks of one image must not overlap", once=("overlap", g.rows[a], g.rows[b]))
+
 # %% ../nbs/13a_groups.ipynb #be61d6bb
-def _chunk_groups(st, lines, rows, ids, k_rle, comp, conv, shapes, known, pattern, solution):
-    "The groups a chunk completes"
-    rep, later = st.report, []
+def _chunk_groups(st, lines, rows):
+    "The groups a chunk of rows completes (`st`: the pass)"
+    rd, comp, later = st.rd, st.comp, []
+    ids = _row_keys(rows, rd.at)
     if st.only is not None:
         keep = [k for k, i in enumerate(ids) if i in st.only]
         if not keep: return
         lines, rows, ids = [lines[k] for k in keep], [rows[k] for k in keep], [ids[k] for k in keep]
-    else: later = _check_ids(ids, lines, comp, rep, known, st.seen, pattern)
-    offsets, starts, lengths, ok, extra = _parse_chunk(rows, lines, ids, k_rle, comp, conv, shapes, rep, solution)
-    if later: _unlisted_keys(later, ids, lines, ok, comp, rep, known)
+    else: later = _check_ids(st, ids, lines)
+    part = _parse_chunk(st, rows, lines, ids)
+    if later: _unlisted_keys(st, later, ids, lines, part.ok)
     if not comp.per_image:   # one group per row
-        for k in np.flatnonzero(ok).tolist():
-            a, b = offsets[k], offsets[k + 1]
-            shape = shapes.get(ids[k], comp.shape) if shapes is not None else comp.shape
-            objs = Objects.from_offsets(starts[a:b], lengths[a:b], np.array([0, b - a], np.int64),
-                                        np.array([lines[k]], np.int64), shape, conv.order)
-            yield Group(ids[k], [lines[k]], objs, {n: v[k:k + 1] for n, v in extra.items()})
+        for k in np.flatnonzero(part.ok).tolist():
+            a, b = part.offsets[k], part.offsets[k + 1]
+            shape = st.shapes.get(ids[k], comp.shape) if st.shapes is not None else comp.shape
+            objs = Objects.from_offsets(part.starts[a:b], part.lengths[a:b], np.array([0, b - a], np.int64),
+                                        np.array([lines[k]], np.int64), shape, rd.conv.order)
+            yield Group(ids[k], [lines[k]], objs, {n: v[k:k + 1] for n, v in part.extra.items()})
         return
     bounds = [0] + [k for k in range(1, len(ids)) if ids[k] != ids[k - 1]] + [len(ids)]
     for a, b in zip(bounds[:-1], bounds[1:]):
         bld, done = st.builder(ids[a])
         if done is not None: yield done
-        _take(bld, lines, offsets, starts, lengths, ok, extra, a, b)
+        _take(bld, part, a, b)
+
+# %% ../nbs/13a_groups.ipynb #6b56ce86
+def _missing(st, got):
+    "Ids the solution (or sample) has and the file lacks: an error each, or one warning, as the competition says"
+    comp, report, known = st.comp, st.report, st.rd.known
+    missing = [i for i in st.rd.expected if i not in got]
+    if not missing or comp.missing == "ignore": return
+    if comp.missing == "warning":
+        a = "an" if comp.item[:1] in "aeiou" else "a"
+        if len(missing) == 1:
+            say = (f"{comp.item} {key_text(comp, missing[0])} has no row: scored as {a} {comp.item} with no predicted "
+                   f"{comp.object_name}")
+        else:
+            say = (f"{len(missing)} {comp.item}s have no row "
+                   f"({', '.join(key_text(comp, i) for i in missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+                     f"each is scored as {a} {comp.item} with no predicted {comp.object_name}")
+        report.add(None, _key_label(comp), say, "warning")
+        return
+    for i in missing:
+        report.add(None, _key_label(comp),
+                   f"{key_text(comp, i)} is missing: {known.what if known is not None else 'the solution'} has it, "
+                   f"every {'id' if len(comp.key_columns) == 1 else _key_label(comp, ', ')} needs a row (an empty "
+                   "field for an empty mask)")
+
+# %% ../nbs/13a_groups.ipynb #6e9f9f27
+def _finish(st):
+    "The last groups of a pass, the second pass for images whose rows were apart, and the missing ids"
+    rd, comp, report = st.rd, st.comp, st.rd.report
+    if st.only is not None:
+        for bld in st.builders.values():
+            g = bld.build(rejoined=True)
+            if comp.disjoint: _overlap_check(g, comp, report)
+            yield g
+        return
+    g = st.close()
+    if g is not None: yield g
+    if st.split and (comp.disjoint or comp.score_all is None):   # whole images are needed: gather the apart rows
+        source = rd.source
+        if not isinstance(source, (str, os.PathLike)) and not (hasattr(source, "seekable") and source.seekable()):
+            report.add(None, _key_label(comp),
+                       f"rows of images {', '.join(key_text(comp, i) for i in sorted(st.split)[:3])} are not together "
+                       "and the stream cannot be read twice")
+        else: yield from rd.groups(only=st.split)
+    report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
+    if rd.expected is not None and report.complete:   # a file read only in part says nothing about missing ids
+        _missing(st, st.closed if comp.per_image else st.seen)
+
+# %% ../nbs/13a_groups.ipynb #7911bbfa
+def _groups(self, only=None):
+    ("Validated groups of rows (an image's, or one id's), streamed; every problem goes to the report (`only`: a "
+     "second pass that gathers these ids and reports nothing)")
+    st = _Reading(self, self.report if only is None else Report(self.report.file), only)
+    bar = Progress(self.source, True) if self.progress is True and only is None else None
+    progress = None if only is not None else bar if bar is not None else (self.progress or None)
+    try:
+        with CSVSource(self.source) as src:
+            for lines, rows, _ in csv_chunks(src, self.columns, st.report, self.optional, progress=progress,
+                                             others=self.others, fast=self.fast, block=self.block,
+                                             columnar=fields_of if self.columnar(only) else None,
+                                             runs=(self.k_rle, self.conv.base, self.conv.merge_touching),
+                                             key=self.at[0]):
+                if isinstance(rows, Fields): yield from _fields_groups(st, lines, rows)
+                else: yield from _chunk_groups(st, lines, rows)
+    finally:
+        if bar is not None: bar.close()
+    yield from _finish(st)
+
+def _lists(self, only) -> bool:
+    "Whether plain blocks are read as `Fields` by compiled loops: not here (section Making it fast)"
+    return False
+
+SubmissionReader.groups, SubmissionReader.columnar = _groups, _lists
 
 # %% ../nbs/13a_groups.ipynb #06edb347
 def read_groups(source,          # path or text stream of a submission (or of a CSV solution)
@@ -259,48 +404,10 @@ def read_groups(source,          # path or text stream of a submission (or of a 
                 block=BLOCK_SIZE, # bytes per block of the fast path
                 only=None,       # second pass: gather only these ids, report nothing
                ):
-    "Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report`"
-    conv = get_convention(comp.convention)
-    if solution: columns, optional = tuple(c for c in comp.solution_columns if c != "Usage"), ("Usage",)
-    else: columns, optional = comp.columns, ()
-    at = [columns.index(c) for c in comp.key_columns]
-    k_rle, pattern = columns.index(comp.rle_column), re.compile(comp.id_pattern)
-    if known is None and shapes is not None: known = KnownIds(shapes)
-    st = _Reading(comp, report if only is None else Report(report.file), only, conv.order, shapes)
-    with CSVSource(source) as src:
-        for lines, rows, _ in csv_chunks(src, columns, st.report, optional, progress=progress if only is None else None,
-                                         others=others, fast=fast, block=block,
-                                         columnar=fields_of if _columnar(comp, conv, solution, only) else None,
-                                         runs=(k_rle, conv.base, conv.merge_touching), key=at[0]):
-            if isinstance(rows, Fields):
-                yield from _fields_groups(st, lines, rows, at[0], k_rle, comp, conv, shapes, known, pattern, solution)
-            else:
-                yield from _chunk_groups(st, lines, rows, _row_keys(rows, at), k_rle, comp, conv, shapes, known,
-                                         pattern, solution)
-    yield from _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block)
-
-# %% ../nbs/13a_groups.ipynb #6e9f9f27
-def _finish(st, source, comp, report, shapes, expected, solution, known, others, fast, block):
-    "The last groups of a pass, the second pass for images whose rows were apart, and the missing ids"
-    if st.only is not None:
-        for bld in st.builders.values():
-            g = bld.build(rejoined=True)
-            if comp.disjoint: _overlap_check(g, comp, report)
-            yield g
-        return
-    g = st.close()
-    if g is not None: yield g
-    if st.split and (comp.disjoint or comp.score_all is None):   # whole images are needed: gather the apart rows
-        if not isinstance(source, (str, os.PathLike)) and not (hasattr(source, "seekable") and source.seekable()):
-            report.add(None, _key_label(comp),
-                       f"rows of images {', '.join(key_text(comp, i) for i in sorted(st.split)[:3])} are not together "
-                       "and the stream cannot be read twice")
-        else:
-            yield from read_groups(source, comp, report, shapes, None, solution, None, known, others, fast, block,
-                                   only=st.split)
-    report.problems.sort(key=lambda p: (p.row is None, p.row or 0))   # by row, whole-file problems last
-    if expected is not None and report.complete:   # a file read only in part says nothing about missing ids
-        _missing(report, comp, expected, st.closed if comp.per_image else st.seen, known)
+    ("Validated groups of rows (an image's, or one id's), streamed; every problem goes to `report` (a "
+     "`SubmissionReader`'s `groups`)")
+    rd = SubmissionReader(comp, source, report, None, shapes, expected, known, solution, progress, others, fast, block)
+    return rd.groups(only)
 
 # %% ../nbs/13a_groups.ipynb #5c1c07a6
 def solution_truth(sol, only=None):
@@ -309,15 +416,29 @@ def solution_truth(sol, only=None):
     if comp.truth is not None:
         yield from comp.truth(sol, only)
         return
-    report = Report(sol.source)
-    groups = read_groups(sol.source, comp, report, sol.shapes, None, True,
-                         only=None if sol.contiguous else set(sol.shapes))
-    for g in groups:
+    rd = SubmissionReader(comp, sol.source, Report(sol.source), shapes=sol.shapes, solution=True)
+    for g in rd.groups(only=None if sol.contiguous else set(sol.shapes)):
         if only is not None and g.id not in only: continue
         # an image's empty row (no objects) is dropped; select only when there is one, keeping the Objects' sort
         o = g.objects
         yield g.id, (o.select(o.areas > 0) if comp.per_image and not (o.areas > 0).all() else o)
-    if not report.ok: raise SubmissionError(report)
+    if not rd.report.ok: raise SubmissionError(rd.report)
+
+# %% ../nbs/13a_groups.ipynb #1d89bd6e
+def _check(self) -> Report:
+    "Read the whole file: its report, every problem with its row and field, and what could be checked"
+    for _ in self.groups(): pass
+    comp, sizes = self.comp, (["image sizes (fixed)"] if self.comp.shape else [])
+    self.report.checked = ["header", "ids", "run-length strings",
+                           *comp.checks] + (["image sizes", "unknown and missing ids"] if self.sol is not None else
+                          ["unknown and missing ids (sample submission)"] + sizes if self.sample is not None else sizes)
+    return self.report
+
+def _truth(self, only=None):
+    "(id, truth `Objects`) of every id of the solution, in file order (`only`: these ids)"
+    return solution_truth(self.sol, only)
+
+SubmissionReader.check, SubmissionReader.truth = _check, _truth
 
 # %% ../nbs/13a_groups.ipynb #4e6cf898
 @kernel
@@ -369,20 +490,32 @@ def _any_overlap(s, l, bounds, compiled=None):
         code[g] = (a[by][1:] < np.maximum.accumulate((a + b)[by])[:-1]).any()
     return code.astype(bool)
 
+# %% ../nbs/13a_groups.ipynb #d9b13ddf
+_sorted_overlaps_any = _overlaps_any
+
+def _overlaps_any(g) -> bool:
+    "Whether two masks of a group share a pixel: the compiled loop when numba is available (no sort), else one sort"
+    if not numba_available(): return _sorted_overlaps_any(g)
+    return bool(_any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0])
+
 # %% ../nbs/13a_groups.ipynb #caee7f70
-def _columnar(comp, conv, solution, only) -> bool:
+def _columnar(self, only) -> bool:
     ("Whether plain blocks can be read as `Fields` by the compiled loops: one key column, rows grouped by image, plain "
      "start/length pairs")
+    comp, conv = self.comp, self.conv
     return (numba_available() and only is None and comp.per_image and len(comp.key_columns) == 1
-            and (solution or comp.check_rows is None)
+            and (self.solution or comp.check_rows is None)
             and conv.parse_text is None and not (conv.empty_text or conv.leading_space or conv.bar or conv.relative))
+
+SubmissionReader.columnar = _columnar
 
 # %% ../nbs/13a_groups.ipynb #e4cd1d88
 _NO_SIZE = 1 << 62   # a row's pixel count when its image's size is unknown: no run reaches it
 
-def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
+def _fields_runs(st, f, lines, gshapes, bounds):
     ("The runs a `Fields` chunk's reader read (`Fields.runs`), checked against each image's size; rows it did not "
      "vouch for go to `parse_many`, which names their problem")
+    k_rle, comp, conv, report = st.rd.k_rle, st.comp, st.rd.conv, st.report
     counts, status, last, starts, lengths = f.runs
     n = np.diff(bounds)
     # or a run past the image
@@ -408,16 +541,18 @@ def _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, report):
     return counts, starts, lengths, ok
 
 # %% ../nbs/13a_groups.ipynb #c145aa0f
-def _fields_groups(st, lines, f, k_id, k_rle, comp, conv, shapes, known, pattern, solution):
+def _fields_groups(st, lines, f):
     ("The groups a `Fields` chunk completes: `_chunk_groups`'s checks, in its order, with compiled passes over the "
      "columns")
-    rep, cut = st.report, f.changes(k_id)
+    rd, comp, rep = st.rd, st.comp, st.report
+    k_id, conv, shapes = rd.at[0], rd.conv, st.shapes
+    cut = f.changes(k_id)
     bounds, ids = cut.tolist() + [len(f)], f.column(k_id, cut)
-    _check_ids(ids, [lines[k] for k in bounds[:-1]], comp, rep, known, st.seen, pattern)
+    _check_ids(st, ids, [lines[k] for k in bounds[:-1]])
     gshapes = [shapes.get(i, comp.shape) for i in ids] if shapes is not None else [comp.shape] * len(ids)
-    counts, starts, lengths, ok = _fields_runs(f, lines, k_rle, comp, conv, gshapes, bounds, rep)
-    if not (conv.empty == "field" or solution):
-        for k in np.flatnonzero(f.empty(k_rle)).tolist():
+    counts, starts, lengths, ok = _fields_runs(st, f, lines, gshapes, bounds)
+    if not (conv.empty == "field" or rd.solution):
+        for k in np.flatnonzero(f.empty(rd.k_rle)).tolist():
             rep.add(lines[k], comp.rle_column,
                     f"empty {comp.rle_column}: {comp.name} has no row for an empty mask, leave the row out")
             ok[k] = False

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import NamedTuple
 import math
 import numpy as np
-from .runs import *
-from .objects import *
-from .rle import *
+from .runs import (RLEError, check_whole, concat_arrays, first_not_whole, mask_to_runs, pixel_axes,
+                          runs_to_pixels)
+from .objects import Objects, concat_runs, find_overlaps, runs_overlap
+from .rle import get_convention, parse_runs
 from .kernels import kernel, numba_available
 
 # %% auto #0
@@ -82,8 +83,10 @@ def connected_objects(mask,          # boolean foreground (2-D or 3-D)
     from scipy import ndimage as ndi
     labels, n = ndi.label(np.asarray(mask, bool))
     sizes = np.bincount(labels.ravel(), minlength=n + 1)
-    keep = sizes >= min_pixels; keep[0] = False
-    new = np.zeros(n + 1, np.int32); new[keep] = np.arange(1, keep.sum() + 1)
+    keep = sizes >= min_pixels
+    keep[0] = False
+    new = np.zeros(n + 1, np.int32)
+    new[keep] = np.arange(1, keep.sum() + 1)
     return new[labels]
 
 # %% ../nbs/06_instances.ipynb #fa29b8e8
@@ -195,8 +198,7 @@ def _runs_objects(runs, shape, order, what):
     starts, lengths = [s for s, _ in runs], [l for _, l in runs]
     n = np.fromiter(map(len, starts), np.int64, len(runs))
     try:
-        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-        s, l = cat(starts), cat(lengths)
+        s, l = concat_arrays(starts, None), concat_arrays(lengths, None)
         fine = (s.ndim == l.ndim == 1 and s.size == l.size == n.sum() and first_not_whole(s) < 0
                 and first_not_whole(l) < 0)
     except ValueError: fine = False                         # 2-D arrays, text, ...: let from_runs say what is wrong
@@ -405,7 +407,9 @@ def _pair_segments(t,    # flat truth labels
     for i in range(1, t.size):
         if t[i] != a or p[i] != b:                         # either label changes: the segment ends
             if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, i - start
-            k += 1; start = i; a, b = t[i], p[i]
+            k += 1
+            start = i
+            a, b = t[i], p[i]
     if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, t.size - start
     k += 1
     m = min(k, cap)
@@ -423,7 +427,8 @@ def _dense_pair_table(seg_t, seg_p, seg_n, cells):
     for k in range(seg_t.size):
         a, b = seg_t[k], seg_p[k]
         if a < 0 or b < 0 or a >= cells or b >= cells:
-            small = False; break   # (compared in the labels' own type: no uint64 wraps)
+            small = False
+            break   # (compared in the labels' own type: no uint64 wraps)
         nt, npr = max(nt, np.int64(a) + 1), max(npr, np.int64(b) + 1)
     e = np.zeros(0, np.int64)
     if not small or nt * npr > cells: return np.zeros((0, 0), np.int64), e, e, e, e, False
@@ -457,7 +462,9 @@ def _pair_segments_2d(t, p, cap):
             x, y = t[i, j], p[i, j]
             if x != a or y != b:                           # either label changes: the segment ends
                 if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, run
-                k += 1; run = 0; a, b = x, y
+                k += 1
+                run = 0
+                a, b = x, y
             run += 1
     if k < cap: seg_t[k], seg_p[k], seg_n[k] = a, b, run
     k += 1

@@ -11,14 +11,11 @@ __all__ = ['numba_available', 'Kernel', 'kernel']
 # %% ../nbs/00a_kernels.ipynb #cd4fff2b
 import os
 _SWITCH = "CLINSEG_NO_NUMBA"
-# the key as os.environ stores it (bytes on POSIX)
-_SWITCH_KEY = os.environ.encodekey(_SWITCH) if hasattr(os.environ, "encodekey") else _SWITCH
 _numba_found = None   # whether numba imports: found out at the first call
 
 def numba_available() -> bool:
     "Whether compiled loops can run: numba is installed and `CLINSEG_NO_NUMBA` is not set (read at every call)"
-    data = getattr(os.environ, "_data", None)   # the dict under os.environ, kept in step with it by every assignment
-    if (data.get(_SWITCH_KEY) if data is not None else os.environ.get(_SWITCH)): return False
+    if os.environ.get(_SWITCH): return False   # set and not empty: the numpy versions run
     global _numba_found
     if _numba_found is None:
         try: import numba  # noqa: F401

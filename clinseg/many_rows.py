@@ -28,10 +28,13 @@ def _slow_rows(texts, c, shapes):
                 raise RLEError(
                     f"pair {k}: {t[:-1].split('|')[k]!r} is not `start length` (WAD wants `s l|` after every pair)")
         except RLEError as e:
-            errors[i] = str(e); s = l = np.zeros(0, np.int64)
-        starts.append(s); lengths.append(l); counts.append(s.size)
+            errors[i] = str(e)
+            s = l = np.zeros(0, np.int64)
+        starts.append(s)
+        lengths.append(l)
+        counts.append(s.size)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
+    def cat(xs): return np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
     return offsets, cat(starts), cat(lengths), errors
 
 # %% ../nbs/02a_many_rows.ipynb #7227f986
@@ -96,7 +99,9 @@ def _parse_many_clean(texts, c, shapes):
     clean, first = [], {}
     for i, t in enumerate(texts):
         try: clean.append(clean_text(t, c) if isinstance(t, str) else t)
-        except RLEError as e: first[i] = str(e); clean.append("")
+        except RLEError as e:
+            first[i] = str(e)
+            clean.append("")
     offsets, starts, lengths, errors = parse_many(clean, replace(c, empty_text="", leading_space=False), shapes)
     return offsets, starts, lengths, {**errors, **first}   # a row refused while cleaning was read as '' (no runs)
 
@@ -134,6 +139,8 @@ def parse_many(texts,         # run-length strings, one per row ("" for an empty
         bad[1:] |= same & ((gap <= 0) if c.merge_touching else (gap < 0))
     errors = {}
     for i in np.unique(row[bad]).tolist():   # only rows with a problem: parse_runs names it
-        try: parse_runs(texts[i], c, shapes[i]); errors[i] = "runs break the convention's rules"
+        try:
+            parse_runs(texts[i], c, shapes[i])
+            errors[i] = "runs break the convention's rules"
         except RLEError as e: errors[i] = str(e)
     return offsets, starts, lengths, errors

@@ -4,14 +4,12 @@
 
 # %% ../nbs/07_matching.ipynb #e3d212f2
 from __future__ import annotations
-from dataclasses import dataclass
-from functools import cached_property
 from typing import NamedTuple
 import math
 import numpy as np
-from .runs import *
-from .objects import *
-from .predictions import *
+from .runs import concat_arrays
+from .objects import runs_intersections, runs_overlap
+from .predictions import rank_order
 from .kernels import kernel, numba_available
 
 # %% auto #0
@@ -38,7 +36,9 @@ def greedy_loop(iou,  # (P, G) IoU of each prediction (in rank order, most confi
                 if (iou[p, g] <= t) if strict else (iou[p, g] < best): continue
                 if m >= 0 and iou[p, g] < best: continue
                 best, m = iou[p, g], g
-            if m >= 0: taken[ti, p] = m; used[m] = True
+            if m >= 0:
+                taken[ti, p] = m
+                used[m] = True
     return taken
 
 # %% ../nbs/07_matching.ipynb #1a1caa68
@@ -185,19 +185,20 @@ def _first_per_group(group, order_key):
     g = group[by]
     return by[np.concatenate([[True], g[1:] != g[:-1]])] if by.size else by
 
-# %% ../nbs/07_matching.ipynb #f34d34ba
-def _cat(xs, dtype=np.int64):
-    "Arrays concatenated as `dtype` (an empty array when there are none)"
-    return np.concatenate(xs).astype(dtype, copy=False) if len(xs) else np.zeros(0, dtype)
-
 # %% ../nbs/07_matching.ipynb #4373fa3b
 class _Line(NamedTuple):
     "Every image's true objects in one list, and the runs of those of the evaluated classes on one line of pixels"
     # each object's image; each image's first object and its number of objects
-    img: np.ndarray; first: np.ndarray; count: np.ndarray
-    cls: np.ndarray; crowd: np.ndarray; area: np.ndarray    # class, crowd flag and pixels of each object
+    img: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    cls: np.ndarray
+    crowd: np.ndarray
+    area: np.ndarray    # class, crowd flag and pixels of each object
     small: np.ndarray  # Cityscapes' small regions: part of their class's ignore region
-    starts: np.ndarray; lengths: np.ndarray; obj: np.ndarray  # the runs, sorted by start, and the object of each
+    starts: np.ndarray
+    lengths: np.ndarray
+    obj: np.ndarray  # the runs, sorted by start, and the object of each
 
 # %% ../nbs/07_matching.ipynb #9c5f15be
 def _truth_line(per, offset, classes, min_region):
@@ -205,18 +206,20 @@ def _truth_line(per, offset, classes, min_region):
     objects = [t.objects for t in per]
     count = np.array([len(o) for o in objects], np.int64)
     img, first = np.repeat(np.arange(len(per)), count), np.cumsum(count) - count
-    cls, crowd, area = (_cat([t.classes for t in per]), _cat([t.crowd for t in per], bool),
-                        _cat([o.areas for o in objects]))
+    cls, crowd, area = (concat_arrays([t.classes for t in per]), concat_arrays([t.crowd for t in per], bool),
+                        concat_arrays([o.areas for o in objects]))
     evaluated = np.isin(cls, classes)
     small = ~crowd & (area < min_region) & evaluated
-    ts, tl, obj = (_cat([o.starts for o in objects]), _cat([o.lengths for o in objects]),
-                   _cat([o.owner for o in objects]))
+    ts, tl, obj = (concat_arrays([o.starts for o in objects]), concat_arrays([o.lengths for o in objects]),
+                   concat_arrays([o.owner for o in objects]))
     bounds = np.cumsum([0] + [o.starts.size for o in objects]).tolist()
     # each image's runs moved to its place on the line, in place
     for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        ts[a:b] += offset[i]; obj[a:b] += first[i]
+        ts[a:b] += offset[i]
+        obj[a:b] += first[i]
     if not evaluated.all():                                             # runs of classes not evaluated leave first
-        use = evaluated[obj]; ts, tl, obj = ts[use], tl[use], obj[use]
+        use = evaluated[obj]
+        ts, tl, obj = ts[use], tl[use], obj[use]
     # sorted through one spare array: fresh memory costs page faults
     by, spare = np.argsort(ts, kind="stable"), np.empty_like(ts)
     ts, spare = np.take(ts, by, out=spare, mode="clip"), ts               # ("clip": no buffer of its own)
@@ -254,7 +257,8 @@ def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
     ("(prediction, object, shared pixels) for every pair of one image and one class that meet, by prediction then "
      "object; predictions as positions in `rows`")
     n, pimg, ps = rows.size, pr.image[rows], _line_starts(pr, offset)
-    pos = np.full(len(pr), -1, np.int64); pos[rows] = np.arange(n)
+    pos = np.full(len(pr), -1, np.int64)
+    pos[rows] = np.arange(n)
     i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
     p, g = pos[pr.objects.owner[i]], line.obj[j]
     mine = p >= 0                                                       # evaluated predictions only
@@ -338,8 +342,8 @@ def _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou):
     shared = np.zeros(rows.size)
     if n_ign.any():
         i, j, ov = runs_overlap(_line_starts(pr, offset), pr.objects.lengths,
-                                _cat([t.ignore[0] for t in per]) + np.repeat(offset, n_ign),
-                                _cat([t.ignore[1] for t in per]))
+                                concat_arrays([t.ignore[0] for t in per]) + np.repeat(offset, n_ign),
+                                concat_arrays([t.ignore[1] for t in per]))
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
     if line.small.any():  # add the small objects of each prediction's class
@@ -366,7 +370,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
     counted = ~line.crowd & ~line.small
     if area_range is not None:
-        g_range = _cat([t.range_areas for t in per], float)
+        g_range = concat_arrays([t.range_areas for t in per], float)
         counted &= (g_range >= area_range[0]) & (g_range <= area_range[1])
     c = counted[g]
     ok = _passes(iou, thresholds, strict) & ~line.small[g]             # (T, pairs); small objects match nothing
@@ -426,7 +430,8 @@ def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
     reach = np.empty(K, np.int64)                           # the furthest end of the object runs up to each one
     far = 0
     for j in range(K):
-        far = max(far, t[j] + m[j]); reach[j] = far
+        far = max(far, t[j] + m[j])
+        reach[j] = far
     acc, touched = np.zeros(ocls.size, np.int64), np.empty(ocls.size, np.int64)
     # pages never written cost no memory
     P, G, I = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
@@ -434,9 +439,12 @@ def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
     for q in range(rows.size):
         n_t, lo, c = 0, 0, pcls[q]
         for r in range(first[rows[q]], first[rows[q] + 1]):
-            a = s[r] + poff[q]; e = a + l[r]
+            a = s[r] + poff[q]
+            e = a + l[r]
             x, b = lo, 1  # galloping from the previous run's place to the first object run at or after a
-            while x + b <= K and t[x + b - 1] < a: x += b; b *= 2
+            while x + b <= K and t[x + b - 1] < a:
+                x += b
+                b *= 2
             y = min(x + b, K)
             while x < y:
                 h = (x + y) >> 1
@@ -446,18 +454,24 @@ def _pair_kernel(s, l, first, rows, pcls, poff, t, m, obj, ocls, cap):
             j = lo
             while j < K and t[j] < e:                       # object runs that start inside this run
                 if ocls[obj[j]] == c:
-                    if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
+                    if acc[obj[j]] == 0:
+                        touched[n_t] = obj[j]
+                        n_t += 1
                     acc[obj[j]] += min(e, t[j] + m[j]) - t[j]
                 j += 1
             j = lo - 1
             while j >= 0 and reach[j] > a:                  # object runs started before it that reach into it
                 if t[j] + m[j] > a and ocls[obj[j]] == c:
-                    if acc[obj[j]] == 0: touched[n_t] = obj[j]; n_t += 1
+                    if acc[obj[j]] == 0:
+                        touched[n_t] = obj[j]
+                        n_t += 1
                     acc[obj[j]] += min(e, t[j] + m[j]) - a
                 j -= 1
         touched[:n_t].sort()                                # its objects in order: the pairs come out sorted
         for k in range(n_t):
-            P[n_out], G[n_out], I[n_out] = q, touched[k], acc[touched[k]]; acc[touched[k]] = 0; n_out += 1
+            P[n_out], G[n_out], I[n_out] = q, touched[k], acc[touched[k]]
+            acc[touched[k]] = 0
+            n_out += 1
     return P[:n_out].copy(), G[:n_out].copy(), I[:n_out].copy()
 
 # %% ../nbs/07_matching.ipynb #8a5006a3
@@ -465,7 +479,8 @@ def _pair_overlaps_compiled(pr, rows, offset, line, n_img, overlapping=False):
     "`_pair_overlaps` with `_pair_kernel`: the same pairs in the same order"
     s, l, o = pr.objects.starts, pr.objects.lengths, pr.objects.owner
     if o.size > 1 and (o[1:] < o[:-1]).any():  # each prediction's runs together, as `read_predictions` gives them
-        by = pr._grouped[0]; s, l, o = s[by], l[by], o[by]
+        by = pr._grouped[0]
+        s, l, o = s[by], l[by], o[by]
     # (prediction, object) pairs of the same image: the most there can be
     cells = int(np.bincount(pr.image[rows], minlength=n_img) @ line.count)
     if cells > 1 << 24:

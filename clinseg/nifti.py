@@ -11,7 +11,7 @@ from .runs import mask_size
 from .phantom import LPS_TO_RAS
 
 # %% auto #0
-__all__ = ['HW2_SERIES_ORDER', 'describe_affine', 'NiftiLabel', 'read_nifti_label', 'GridMismatchError', 'align_label',
+__all__ = ['SERIES_AS_NIFTI_ORDER', 'describe_affine', 'NiftiLabel', 'read_nifti_label', 'GridMismatchError', 'align_label',
            'series_to_nifti_order', 'nifti_to_series_order', 'write_nifti_label']
 
 # %% ../nbs/10_nifti.ipynb #f6cdbd58
@@ -195,7 +195,7 @@ def align_label(label,           # a NiftiLabel, a nibabel image, or a path to a
     return np.ascontiguousarray(out)
 
 # %% ../nbs/10_nifti.ipynb #b985e92b
-HW2_SERIES_ORDER = (2, 1, 0)  # the homework's flatten order for an array on the CT's (slice, row, column) axes
+SERIES_AS_NIFTI_ORDER = (2, 1, 0)  # a (slice, row, column) array flattened in NIfTI's C order: column slowest
 
 def series_to_nifti_order(volume) -> np.ndarray:
     "A (slice, row, column) array in nibabel's (i, j, k) = (column, row, slice) order, as the homework's label (a view)"

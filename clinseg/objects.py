@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from functools import cached_property
 import numpy as np
 from .kernels import kernel, numba_available
-from .runs import *
+from .runs import (as_runs, as_shape, check_runs_fit, check_whole, concat_arrays, first_not_whole,
+                          mask_to_runs, pixel_axes)
 
 # %% auto #0
-__all__ = ['Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps']
+__all__ = ['Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps', 'first_overlaps']
 
 # %% ../nbs/01a_objects.ipynb #fd28173f
 def _gather_runs(runs, what):
@@ -25,11 +26,11 @@ def _gather_runs(runs, what):
         if s.ndim != 1 or l.ndim != 1 or s.size != l.size:
             try: as_runs(s, l)
             except ValueError as e: raise ValueError(f"{what} {k}: {e}") from None
-        starts.append(s); lengths.append(l)
+        starts.append(s)
+        lengths.append(l)
     offsets = np.concatenate([[0], np.cumsum([s.size for s in starts], dtype=np.int64)]).astype(np.int64)
     # empty lists are float: left out
-    cat = lambda xs: np.concatenate([x for x in xs if x.size] or [np.zeros(0, np.int64)])
-    s, l = cat(starts), cat(lengths)
+    s, l = (concat_arrays([x for x in xs if x.size], None) for xs in (starts, lengths))
     for x in (s, l):
         if first_not_whole(x) >= 0:
             k = int(np.searchsorted(offsets, first_not_whole(x), side="right")) - 1
@@ -148,9 +149,8 @@ def _from_masks(cls, masks, order="C") -> Objects:
         try: runs.append(mask_to_runs(m, order))
         except (TypeError, ValueError) as e: raise type(e)(f"mask {k}: {e}") from None
     offsets = np.concatenate([[0], np.cumsum([s.size for s, _ in runs], dtype=np.int64)])
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    return _from_offsets(cls, cat([s for s, _ in runs]), cat([l for _, l in runs]), offsets, None,
-                         np.shape(masks[0]) if masks else None, order)
+    return _from_offsets(cls, concat_arrays([s for s, _ in runs], None), concat_arrays([l for _, l in runs], None),
+                         offsets, None,                         np.shape(masks[0]) if masks else None, order)
 
 Objects.from_masks = classmethod(_from_masks)
 
@@ -203,8 +203,7 @@ def concat_runs(runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(runs, Objects): return runs.starts, runs.lengths, runs.owner
     starts, lengths = zip(*[as_runs(s, l) for s, l in runs]) if len(runs) else ((), ())
     ids = np.repeat(np.arange(len(runs)), [s.size for s in starts])
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    return cat(starts), cat(lengths), ids
+    return concat_arrays(starts, None), concat_arrays(lengths, None), ids
 
 # %% ../nbs/01a_objects.ipynb #47dc96f6
 def _check_masks_disjoint(t, m, b):
@@ -255,6 +254,49 @@ def find_overlaps(runs, # list of masks, each as 0-based (starts, lengths) in on
     s, l, m = concat_runs(runs)
     return overlapping_pairs(s, l, m, len(runs))
 
+# %% ../nbs/01a_objects.ipynb #4be3f2e4
+def _first_pairs(s, e, m, n, limit):
+    ("Codes i * n + j (i < j) of the first `limit` pairs of masks met by a sweep over runs s..e sorted by start "
+     "(masks `m`): the run pairs taken a budget at a time, in order, until `limit` distinct pairs are found")
+    count = np.maximum(np.searchsorted(s, e, side="left") - np.arange(s.size) - 1, 0)   # runs met by run k
+    cum = np.cumsum(count)
+    total = int(cum[-1]) if cum.size else 0
+    found, done, budget = np.zeros(0, np.int64), 0, 1 << 16
+    while done < total and found.size < limit:
+        t = np.arange(done, min(total, done + budget))
+        a = np.searchsorted(cum, t, side="right")          # the run pair number t is (run a, run b)
+        b = t - (cum[a] - count[a]) + a + 1
+        i, j = np.minimum(m[a], m[b]), np.maximum(m[a], m[b])
+        codes, first = np.unique((i * n + j)[i != j], return_index=True)
+        codes = codes[np.argsort(first)]                   # in the order met
+        found = np.concatenate([found, codes[~np.isin(codes, found)]])
+        done, budget = done + budget, min(2 * budget, 1 << 22)
+    return found[:limit]
+
+# %% ../nbs/01a_objects.ipynb #d5e3bceb
+def _pair_pixels(s, l, m, codes, n):
+    ("Pixels shared by each pair of masks (codes i * n + j) of runs s, l sorted by start, masks `m`: over their "
+     "runs only")
+    by = np.argsort(m, kind="stable")                      # each mask's runs together, still in start order
+    cut = np.searchsorted(m[by], np.arange(n + 1))
+    out = []
+    for c in codes.tolist():
+        a, b = (by[cut[k]:cut[k + 1]] for k in divmod(c, n))
+        out.append(int(runs_overlap(s[a], l[a], s[b], l[b])[2].sum()))
+    return np.array(out, np.int64)
+
+# %% ../nbs/01a_objects.ipynb #00f516f4
+def first_overlaps(runs,  # list of masks, each as 0-based (starts, lengths) in one pixel order, or an `Objects`
+                   limit, # the most pairs wanted
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # mask i, mask j (i < j), pixels they share
+    ("The first `limit` pairs of masks that overlap, in the order a sweep over the run starts meets them (all of them "
+     "when there are fewer), sorted, with the pixels each pair shares")
+    s, l, m = concat_runs(runs)
+    n, by = len(runs), np.argsort(s, kind="stable")
+    s, l, m = s[by], l[by], m[by]
+    codes = np.sort(_first_pairs(s, s + l, m, n, limit))
+    return codes // n, codes % n, _pair_pixels(s, l, m, codes, n)
+
 # %% ../nbs/01a_objects.ipynb #97d5b15c
 def _count_starting_before(t, lo, e, steps=4):
     ("How many of t[lo], t[lo + 1], ... are below e: counted a step at a time (usually 0, 1 or 2), a binary search "
@@ -286,7 +328,8 @@ def _walk_overlaps(s, e, t, f, lo):
         j = lo[k]
         while j < t.size and t[j] < e[k]:
             i_out[n], j_out[n], ov[n] = k, j, min(e[k], f[j]) - max(s[k], t[j])
-            n += 1; j += 1
+            n += 1
+            j += 1
     return i_out, j_out, ov
 
 # %% ../nbs/01a_objects.ipynb #75286cfb
@@ -309,12 +352,16 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
 
 # %% ../nbs/01a_objects.ipynb #7a351805
 @kernel
-def _add_shared(s, e, a, t, f, b, lo, shared):
-    "Add to shared[a[k], b[j]] the pixels run k of s..e shares with each run j of t..f (sorted, disjoint) from lo[k] on"
+def _add_shared(first, second, lo, shared):
+    ("Add to shared[a[k], b[j]] the pixels run k of `first` (rows s, e, a) shares with each run j of `second` (rows t, "
+     "f, b: sorted, disjoint) from lo[k] on")
+    s, e, a = first[0], first[1], first[2]
+    t, f, b = second[0], second[1], second[2]
     for k in range(s.size):
         j = lo[k]
         while j < t.size and t[j] < e[k]:
-            shared[a[k], b[j]] += min(e[k], f[j]) - max(s[k], t[j]); j += 1
+            shared[a[k], b[j]] += min(e[k], f[j]) - max(s[k], t[j])
+            j += 1
 
 # %% ../nbs/01a_objects.ipynb #7d26294a
 _numpy_runs_intersections = runs_intersections
@@ -331,5 +378,5 @@ def runs_intersections(runs,        # list of masks, each as 0-based (starts, le
     t, m, b = t[order], m[order], b[order]
     _check_masks_disjoint(t, m, b)
     shared = np.zeros((len(runs), len(other_runs)), np.int64)
-    _add_shared(s, s + l, a, t, t + m, b, np.searchsorted(t + m, s, side="right"), shared)
+    _add_shared(np.stack([s, s + l, a]), np.stack([t, t + m, b]), np.searchsorted(t + m, s, side="right"), shared)
     return shared

@@ -16,8 +16,8 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import ClientDisconnect
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from .board import (SUBMISSIONS, USERS, BoardError, LimitReached, Worker, authenticate, grades_csv, leaderboard,
-                           new_stored_name, receive, rescore, setting, used_today, user_by_id)
+from .board import (SUBMISSIONS, USERS, BoardError, LimitReached, Worker, authenticate, closed_text, grades_csv,
+                           leaderboard, limit_text, new_stored_name, receive, rescore, setting, used_today, user_by_id)
 
 # %% auto #0
 __all__ = ['TEMPLATES', 'SECURITY_HEADERS', 'ROUTES', 'Tokens', 'csrf_token', 'csrf_ok', 'current_user', 'UploadTooLarge',
@@ -160,11 +160,10 @@ async def _upload(request):
     user, bearer = await current_user(request)
     if user is None: return _signed_out(bearer)
     board, cap = request.app.state.board, request.app.state.max_upload
-    if board.closed(): return _e(403, f"the competition closed at {board.deadline.isoformat()}")
+    if board.closed(): return _e(403, closed_text(board.deadline))
     n = await run_in_threadpool(used, board, user)
     if n >= board.daily_limit:
-        return _e(429, f"{user.name}: {n} of {board.daily_limit} submissions today already; "
-                       "the limit resets at 00:00 UTC")
+        return _e(429, limit_text(user.name, n, board.daily_limit))
     try: path, filename, fields = await stream_upload(request, board.uploads, cap)
     except UploadTooLarge as e: return _e(413, str(e))
     except BoardError as e: return _e(400, str(e))

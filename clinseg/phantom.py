@@ -184,7 +184,7 @@ class CTPhantom:
                 f"tumour {self.tumour_voxels} voxels at LPS {np.round(self.tumour_centroid, 1).tolist()} mm)")
 
 # %% ../nbs/09_phantom.ipynb #d22ec09c
-def _hw2_id(*parts, n=32):
+def _case_id(*parts, n=32):
     "A stable id like the homework's (n characters 0-9 a-z) from the parts"
     x = int.from_bytes(hashlib.sha256("-".join(map(str, parts)).encode()).digest(), "big")
     digits = []
@@ -257,7 +257,7 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
         raise ValueError(f"label_layout must be one of {', '.join(_LABEL_LAYOUTS)}, not {label_layout!r}")
     rng = np.random.default_rng(seed)
     key = f"clinseg-ct-phantom-{seed}-{shape}-{feet_first}-{oblique}-{gap_after}"
-    case_id = case_id or _hw2_id(key, "case")
+    case_id = case_id or _case_id(key, "case")
     body_centre = np.array([0.0, 0.0, -150.0])  # scanner coordinates of the body's centre, LPS mm
     x_dir, y_dir, normal, positions = _phantom_geometry(shape, spacing, feet_first, oblique, gap_after, body_centre)
     uids = _series_uids(key, case_id, series_uid, n)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 import math
 import numpy as np
-from .runs import *
-from .objects import *
+from .runs import check_runs_fit, check_whole, concat_arrays, first_not_whole, mask_to_runs
+from .objects import Objects
 from .instances import label_objects
 
 # %% auto #0
@@ -143,8 +143,7 @@ def _per_object(values, ids, name):
 def _checked_objects(runs, shape, order):
     "One `Objects` from runs each already checked against the image (by `object_runs`)"
     n = np.array([s.size for s, _ in runs], np.int64)
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    return Objects.from_offsets(cat([s for s, _ in runs]), cat([l for _, l in runs]),
+    return Objects.from_offsets(concat_arrays([s for s, _ in runs], None), concat_arrays([l for _, l in runs], None),
                                 np.concatenate([[0], np.cumsum(n)]), None, shape, order)
 
 # %% ../nbs/06b_predictions.ipynb #8eaac186
@@ -256,8 +255,7 @@ def _check_all_runs(runs, sizes, records, shapes, order):
     n = np.fromiter((len(r[0]) for r in runs), np.int64, len(runs))
     bad = np.flatnonzero(n != np.fromiter((len(r[1]) for r in runs), np.int64, len(runs)))
     if not bad.size:
-        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)
-        s, l = cat([r[0] for r in runs]), cat([r[1] for r in runs])
+        s, l = concat_arrays([r[0] for r in runs], None), concat_arrays([r[1] for r in runs], None)
         owner = np.repeat(np.arange(len(runs)), n)
         odd = [k for k in (first_not_whole(s), first_not_whole(l)) if k >= 0]   # floats are never truncated
         if odd: bad = owner[[min(odd)]]
@@ -286,7 +284,9 @@ def read_predictions(records,   # (image id, class, confidence, mask or runs) tu
         if isinstance(rec, dict) and "area" in rec: given[k] = rec["area"]
         i = position.get(im, -1)
         if i < 0: raise ValueError(f"prediction {k}: image {im!r} is not in the truth")
-        img.append(i); cls.append(c); conf.append(s)
+        img.append(i)
+        cls.append(c)
+        conf.append(s)
         runs.append(obj if _is_runs(obj) else object_runs(obj, shapes[im], order, f"prediction {k} (image {im!r})"))
     conf = _numbers(conf, "confidence")
     if (~np.isfinite(conf)).any():

@@ -10,7 +10,7 @@ from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['MAX_MASK_PIXELS', 'pixel_axes', 'as_bool_mask', 'textbook_runs', 'as_shape', 'as_runs', 'check_runs_fit',
-           'runs_to_mask', 'first_not_whole', 'check_whole', 'RLEError', 'whole_number', 'mask_size',
+           'runs_to_mask', 'first_not_whole', 'check_whole', 'RLEError', 'whole_number', 'mask_size', 'concat_arrays',
            'merge_touching_runs', 'runs_to_pixels', 'reorder_runs', 'mask_to_bounds', 'mask_to_runs', 'pixels_to_mask']
 
 # %% ../nbs/01_runs.ipynb #aaa25dd8
@@ -163,6 +163,17 @@ def mask_size(shape,          # a mask's shape, as `as_shape` takes it
         raise ValueError(f"{what}: {'×'.join(map(str, shape))} is {n:,} pixels, more than MAX_MASK_PIXELS = 2**40")
     return n
 
+# %% ../nbs/01_runs.ipynb #29fba0d2
+def concat_arrays(parts,          # a list of 1-D arrays or lists, e.g. the starts of every object's runs
+                  dtype=np.int64, # the dtype of the result; None: what `np.concatenate` gives (floats stay floats)
+                  copy=True,      # False: one part that already has `dtype` is returned as it is
+                 ) -> np.ndarray:
+    "`parts` end to end as one vector; no parts: an empty vector (int64 when `dtype` is None)"
+    if not len(parts): return np.zeros(0, np.int64 if dtype is None else dtype)
+    if len(parts) == 1 and not copy: return np.asarray(parts[0], dtype)
+    joined = np.concatenate(parts)
+    return joined if dtype is None else joined.astype(dtype, copy=False)
+
 # %% ../nbs/01_runs.ipynb #707b7402
 def merge_touching_runs(starts,  # 0-based run starts, any order
                         lengths, # their lengths (positive)
@@ -289,8 +300,11 @@ def _flat_bounds(a, cap):
                     out[k] = 8 * i + b
                     k += np.int64((d >> np.uint64(8 * b)) & np.uint64(1))
             else:                                          # no room: count the changed bytes (the sum of the 8 bytes)
-                d += d >> np.uint64(32); d += d >> np.uint64(16); d += d >> np.uint64(8)
-                k += np.int64(d & np.uint64(0xFF)); full = True
+                d += d >> np.uint64(32)
+                d += d >> np.uint64(16)
+                d += d >> np.uint64(8)
+                k += np.int64(d & np.uint64(0xFF))
+                full = True
     last = np.uint8(prev)
     for p in range(8 * nw, a.size + 1):                    # the last bytes, then a 0 after the end
         v = a[p] if p < a.size else np.uint8(0)
@@ -326,7 +340,8 @@ def _line_bounds(x, rank, inv, cap):
                     low = d & (~d + np.uint64(1))          # its lowest bit, 1 << 8b
                     if k < cap:
                         rows[k], cols[k] = r, 8 * i + np.int64((low * np.uint64(0x0001020304050607)) >> np.uint64(56))
-                    k += 1; d ^= low                       # b, read off the product's top byte
+                    k += 1
+                    d ^= low                       # b, read off the product's top byte
         else:
             a8, b8 = x[r], x[r - 1]
             for l in range(L):
@@ -340,16 +355,21 @@ def _line_bounds(x, rank, inv, cap):
     for q in range(L):                                     # ... to each column's place, in the order wanted
         l = q if same else inv[q]
         before = (x[n - 1, q - 1 if same else inv[q - 1]]) if q > 0 else np.uint8(0)
-        c = pos[l]; pos[l] = total
+        c = pos[l]
+        pos[l] = total
         total += c + (x[0, l] != before)
     end = x[n - 1, L - 1 if same else inv[L - 1]] != 0    # the last run ends at the end
     out = np.empty(total + end, np.int64)
     for q in range(L):  # row 0: a boundary where a line starts unlike the last one ended
         l = q if same else inv[q]
         before = (x[n - 1, q - 1 if same else inv[q - 1]]) if q > 0 else np.uint8(0)
-        if x[0, l] != before: out[pos[l]] = q * n; pos[l] += 1
+        if x[0, l] != before:
+            out[pos[l]] = q * n
+            pos[l] += 1
     for j in range(k):
-        l = cols[j]; out[pos[l]] = (l if same else rank[l]) * n + rows[j]; pos[l] += 1
+        l = cols[j]
+        out[pos[l]] = (l if same else rank[l]) * n + rows[j]
+        pos[l] += 1
     if end: out[total] = L * n
     return out, k
 
@@ -374,7 +394,8 @@ def _compiled_bounds(b):
         if mem[0] != b.ndim - 1 or not x.flags.c_contiguous: return None
         n, L = x.shape[0], x.size // x.shape[0]
         rank = np.arange(L).reshape(b.shape[:-1]).transpose(mem[1:]).reshape(-1)
-        inv = np.empty(L, np.int64); inv[rank] = np.arange(L)
+        inv = np.empty(L, np.int64)
+        inv[rank] = np.arange(L)
         x = x.reshape(n, L)
     x = x.view(np.uint8)
     bounds, k = _line_bounds(x, rank, inv, cap)
@@ -402,7 +423,7 @@ def mask_to_bounds(mask,      # boolean or 0/1 array, any number of dimensions, 
     else:
         inner = _line_change_coords(b)  # value changes inside a line
         firsts, lasts = _flat_nonzero_coords(b[..., 0]), _flat_nonzero_coords(b[..., -1])
-        line = lambda c: np.ravel_multi_index(c, lines).astype(np.int64) * n
+        def line(c): return np.ravel_multi_index(c, lines).astype(np.int64) * n
         bounds = np.concatenate([line(inner[:-1]) + inner[-1] + 1, line(firsts), line(lasts) + n])
         bounds.sort()
         same = bounds[1:] == bounds[:-1]  # a run ending a line and one starting the next: one run

@@ -4,74 +4,21 @@
 
 # %% ../nbs/14_scoring.ipynb #ad16b2c2
 from __future__ import annotations
-import errno, inspect, os, secrets, signal, sys, threading
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 import numpy as np
 from .objects import Objects, runs_overlap
-from .rle import get_convention
 from .dice import dice_from_counts
-from .dsb_metric import dsb_image_score
-from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
-from .submission import KnownIds, SubmissionError, key_fields, key_of
-from .groups import read_groups, solution_truth
+from .iou_sweep import sweep_image_score
+from .csvstream import BLOCK_SIZE, Report
+from .competition import SubmissionError, key_fields, key_of
+from .groups import SubmissionReader, solution_truth
+from .files import new_file
+from .parallel import LocalPool, as_executor
 
 # %% auto #0
-__all__ = ['READ_AHEAD_BYTES', 'LATER', 'replace_file', 'whole_file', 'new_file', 'Table', 'SubmissionScore', 'dice_items',
-           'instance_items', 'as_executor', 'Progress', 'summarise', 'check_options', 'usable_cpus', 'score_file',
-           'read_sample_ids', 'validate_file', 'dask_client']
-
-# %% ../nbs/14_scoring.ipynb #31b3cc9e
-def replace_file(tmp,              # the finished file
-                 path,             # where it belongs
-                 overwrite=False,  # replace an existing `path`
-                ):
-    ("Move the finished file `tmp` to `path` in one step, so `path` is never half-written; an existing `path` is kept "
-     "unless `overwrite`")
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    exists = FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
-    try: os.link(tmp, path)                    # refuses a name that exists, even one taken a moment ago
-    except FileExistsError: raise exists from None
-    except OSError:                            # a file system without hard links
-        if os.path.lexists(path): raise exists from None
-        os.replace(tmp, path)
-        return
-    os.unlink(tmp)
-
-# %% ../nbs/14_scoring.ipynb #b7c41e02
-@contextmanager
-def whole_file(path,             # the file to write
-               overwrite=False,  # replace an existing file
-              ):
-    ("A temporary path beside `path` to write into: renamed to `path` when the block ends, removed if it fails; "
-     "refuses an existing `path` unless `overwrite`")
-    path = Path(path)
-    if os.path.lexists(path) and not overwrite:
-        raise FileExistsError(f"{path}: already exists (pass overwrite=True, or --force, to replace it)")
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path   # through a link: its target
-    if target.exists() and not target.is_file():
-        yield target
-        return      # a device or a pipe: written in place
-    if not target.parent.is_dir(): raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
-    # same folder (a rename cannot cross file systems), same suffix
-    tmp = target.with_name(f".part-{secrets.token_hex(4)}-{target.name}")
-    try:
-        yield tmp
-        replace_file(tmp, target, overwrite)
-    finally:
-        if os.path.lexists(tmp): os.unlink(tmp)
-
-# %% ../nbs/14_scoring.ipynb #c2a9d4f1
-@contextmanager
-def new_file(path, overwrite=False):
-    ("Open a new text file for writing, written whole or not at all (`whole_file`); an existing file is refused unless "
-     "`overwrite`")
-    with whole_file(path, overwrite) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f: yield f
+__all__ = ['READ_AHEAD_BYTES', 'LATER', 'Table', 'dice_items', 'instance_items', 'SubmissionScore', 'summarise', 'check_options',
+           'score_reader', 'score_file', 'validate_file']
 
 # %% ../nbs/14_scoring.ipynb #37ffea3c
 def _cell(v): return repr(v) if isinstance(v, float) else ("" if v is None else v)
@@ -102,7 +49,7 @@ class Table:
         except ImportError: raise ImportError("Table.to_pandas needs pandas: pip install pandas") from None
         return pd.DataFrame(self.rows, columns=self.columns)
     def __repr__(self, rows=10, columns=8):
-        fmt = lambda v: f"{v:.4f}" if isinstance(v, float) else ("" if v is None else str(v)[:16])
+        def fmt(v): return f"{v:.4f}" if isinstance(v, float) else ("" if v is None else str(v)[:16])
         shown = self.columns[:columns]
         cells = [[str(c)[:16] for c in shown]] + [[fmt(r.get(c)) for c in shown] for r in self.rows[:rows]]
         w = [max(len(row[k]) for row in cells) for k in range(len(shown))]
@@ -112,30 +59,6 @@ class Table:
             more.append(f"({len(self.columns) - columns} more columns: {', '.join(self.columns[columns:columns + 3])}, "
                         "...)")
         return "\n".join(text + more)
-
-# %% ../nbs/14_scoring.ipynb #6e3f5e9a
-@dataclass
-class SubmissionScore:
-    "A submission's score like the leaderboard's, with the per-item table and the reader's report"
-    competition: str          # competition name
-    score: float              # the score over every counted item (Usage 'Ignored' left out)
-    public: float | None      # score over the Public items (None without a Usage column)
-    private: float | None     # score over the Private items
-    table: Table              # one row per image / pair / volume (or per class, for AP)
-    report: Report            # problems (only warnings: errors raise `SubmissionError`)
-    options: dict = field(default_factory=dict)  # the metric's options used
-
-    def to_dict(self) -> dict:
-        "The figures as a JSON-ready dict (`score` first)"
-        return dict(score=self.score, public=self.public, private=self.private, competition=self.competition,
-                    items=len(self.table),
-                    rows=self.report.rows, warnings=self.report.warnings,
-                    options={k: v for k, v in self.options.items() if v is not None})
-
-    def __repr__(self):
-        pp = "" if self.public is None else (f" (public {self.public:.6f}, private "
-                                             f"{'-' if self.private is None else f'{self.private:.6f}'})")
-        return f"{self.competition} score {self.score:.6f}{pp} over {len(self.table)} items\n{self.table!r}"
 
 # %% ../nbs/14_scoring.ipynb #ce3ab98a
 def dice_items(comp, items, options) -> list[dict]:
@@ -154,7 +77,7 @@ def instance_items(comp, items, options) -> list[dict]:
      "first threshold")
     out = []
     for i, truth, pred, shape in items:
-        r = dsb_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0), shape=shape)
+        r = sweep_image_score(truth, pred, options.get("thresholds"), options.get("empty", 1.0), shape=shape)
         t0 = f"{r.thresholds[0]:.1f}" if r.thresholds[0] * 10 == int(r.thresholds[0] * 10) else f"{r.thresholds[0]:.2f}"
         row = {**key_fields(comp, i), "score": r.score, "true_objects": len(truth), "predicted_objects": len(pred),
                f"TP@{t0}": int(r.tp[0]), f"FP@{t0}": int(r.fp[0]), f"FN@{t0}": int(r.fn[0])}
@@ -246,48 +169,19 @@ def _run_items(comp, items, options, executor, batch=8, inflight=16):
         while len(pending) > inflight: yield from pending.popleft().result()
     while pending: yield from pending.popleft().result()
 
-# %% ../nbs/14_scoring.ipynb #a9ebf259
-def as_executor(executor):
-    ("A `concurrent.futures.Executor` for `executor`: itself, or a dask.distributed `Client`'s executor (its tasks "
-     "never cached)")
-    if (executor is not None and type(executor).__module__.split(".")[0] == "distributed"
-            and hasattr(executor, "get_executor")):
-        return executor.get_executor(pure=False)   # pure=False: every batch is its own task, even two equal ones
-    return executor
-
-# %% ../nbs/14_scoring.ipynb #9622449a
-def _score_all(comp, sol, submission, report, progress, options, reader, executor):
-    "The competition's own scorer over the whole set, given the executor when it takes one"
-    takes = executor is not None and "executor" in inspect.signature(comp.score_all).parameters
-    extra = {"executor": executor} if takes else {}
-    return comp.score_all(comp, sol, submission, report, progress, options, reader, **extra)
-
-# %% ../nbs/14_scoring.ipynb #8652623f
-class Progress:
-    "A tqdm bar over the bytes of a file, on stderr (a no-op when off, or when tqdm is not installed)"
-    def __init__(self, source, on):
-        self.bar = None
-        if on and isinstance(source, (str, os.PathLike)):
-            try: from tqdm import tqdm   # the terminal bar, on stderr (not the notebook widget)
-            except ImportError: return
-            self.bar = tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=Path(source).name,
-                            file=sys.stderr, leave=False)
-    def __call__(self, pos):
-        if self.bar is not None: self.bar.update(pos - self.bar.n)
-    def close(self):
-        if self.bar is not None: self.bar.close()
-
 # %% ../nbs/14_scoring.ipynb #afcbe511
 def _waiting_items(cursor, groups, sol):
     "Items of the predictions {id: `Objects`} whose truth was forgotten: the truth read again, in one pass"
     if groups:
         for i, t in cursor.again(groups): yield i, t, groups[i], sol.shapes[i]
 
-def _items(sol, submission, comp, report, bar, others, fast, budget=None):
-    "(id, truth, prediction, shape) of every item, streamed; images without rows get an empty prediction"
+def _items(reader, budget=None):
+    ("(id, truth, prediction, shape) of every item a `SubmissionReader` reads, streamed; images without rows get an "
+     "empty prediction")
+    sol, comp, report = reader.sol, reader.comp, reader.report
     budget = READ_AHEAD_BYTES if budget is None else budget
     cursor, rejoined, waiting, held = _TruthCursor(sol, budget), {}, {}, 0
-    for g in read_groups(submission, comp, report, sol.shapes, sol.order, progress=bar, others=others, fast=fast):
+    for g in reader.groups():
         if g.rejoined:
             rejoined[g.id] = g
             continue
@@ -308,7 +202,37 @@ def _items(sol, submission, comp, report, bar, others, fast, budget=None):
         yield i, t, rejoined[i].objects, sol.shapes[i]
     if comp.per_image:
         for i, t in cursor.rest(skip=rejoined):
-            yield i, t, _no_objects(sol.shapes[i], get_convention(comp.convention).order), sol.shapes[i]
+            yield i, t, _no_objects(sol.shapes[i], reader.conv.order), sol.shapes[i]
+
+# %% ../nbs/14_scoring.ipynb #9622449a
+def _score_all(reader, options):
+    ("The competition's own scorer over the whole set: `score_all(reader, options)`, the executor in "
+     "`reader.executor`")
+    return reader.comp.score_all(reader, options)
+
+# %% ../nbs/14_scoring.ipynb #6e3f5e9a
+@dataclass
+class SubmissionScore:
+    "A submission's score like the leaderboard's, with the per-item table and the reader's report"
+    competition: str          # competition name
+    score: float              # the score over every counted item (Usage 'Ignored' left out)
+    public: float | None      # score over the Public items (None without a Usage column)
+    private: float | None     # score over the Private items
+    table: Table              # one row per image / pair / volume (or per class, for AP)
+    report: Report            # problems (only warnings: errors raise `SubmissionError`)
+    options: dict = field(default_factory=dict)  # the metric's options used
+
+    def to_dict(self) -> dict:
+        "The figures as a JSON-ready dict (`score` first)"
+        return dict(score=self.score, public=self.public, private=self.private, competition=self.competition,
+                    items=len(self.table),
+                    rows=self.report.rows, warnings=self.report.warnings,
+                    options={k: v for k, v in self.options.items() if v is not None})
+
+    def __repr__(self):
+        pp = "" if self.public is None else (f" (public {self.public:.6f}, private "
+                                             f"{'-' if self.private is None else f'{self.private:.6f}'})")
+        return f"{self.competition} score {self.score:.6f}{pp} over {len(self.table)} items\n{self.table!r}"
 
 # %% ../nbs/14_scoring.ipynb #d41ebf6d
 def _mean(values): return float(np.mean(values)) if len(values) else None
@@ -337,47 +261,26 @@ def check_options(comp, options):
         raise TypeError(f"{comp.name} has no option {', '.join(sorted(extra))}: its options are "
                         f"{', '.join(sorted(comp.options)) or 'none'}")
 
-# %% ../nbs/14_scoring.ipynb #a6b2d8e0
-def usable_cpus() -> int:
-    "CPUs this process may run on: its affinity mask where the system has one (Linux), else `os.cpu_count()`"
-    try: return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError): return os.cpu_count() or 1
-
-# %% ../nbs/14_scoring.ipynb #b7c3e9f1
-def _ignore_sigint():
-    "A worker's initializer: Ctrl-C is the parent's to handle; the worker ends with the pool"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"): signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-# %% ../nbs/14_scoring.ipynb #c8d4f0a2
-@contextmanager
-def _sigint_deferred():
-    ("Run the block with Ctrl-C held back (blocked in this thread, so a child forked here starts with it blocked); "
-     "raised after the block")
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return   # only the main thread gets KeyboardInterrupt
-    caught = []
-    old = signal.signal(signal.SIGINT, lambda *a: caught.append(True))
-    mask = hasattr(signal, "pthread_sigmask")
-    if mask: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try: yield
-    finally:
-        if mask: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        signal.signal(signal.SIGINT, old)
-    if caught and callable(old): old(signal.SIGINT, None)
-    elif caught and old == signal.SIG_DFL: raise KeyboardInterrupt
-
-# %% ../nbs/14_scoring.ipynb #d9e5a1b3
-class _LocalPool(ProcessPoolExecutor):
-    "At most `usable_cpus()` worker processes that ignore Ctrl-C; forks and shutdown are not cut by it"
-    def __init__(self, jobs): super().__init__(max(1, min(jobs, usable_cpus())), initializer=_ignore_sigint)
-    def submit(self, *args, **kwargs):
-        with _sigint_deferred(): return super().submit(*args, **kwargs)
-    def shutdown(self, wait=True, *, cancel_futures=False):
-        with _sigint_deferred(): super().shutdown(wait, cancel_futures=cancel_futures)
-
 # %% ../nbs/14_scoring.ipynb #d0db64d3
+def score_reader(reader,     # `SubmissionReader` of the submission, with its solution (`sol`)
+                 jobs=None,  # local processes, at most `usable_cpus()` (when `reader.executor` is None)
+                 **options,  # the metric's options (`comp.options`)
+                ) -> SubmissionScore:
+    "Score what a `SubmissionReader` reads against its solution, like the leaderboard; raises `SubmissionError`"
+    comp, sol, report = reader.comp, reader.sol, reader.report
+    check_options(comp, options)
+    reader.executor, own = as_executor(reader.executor), None
+    if reader.executor is None and jobs and jobs > 1: reader.executor = own = LocalPool(jobs)
+    try:
+        if comp.score_all is not None: return _score_all(reader, options)
+        rows = list(_run_items(comp, _items(reader), options, reader.executor))
+    finally:
+        # after an error or Ctrl-C: the batches not started are dropped
+        if own is not None: own.shutdown(cancel_futures=True)
+    if not report.ok: raise SubmissionError(report)
+    by_id = {key_of(comp, r): r for r in rows}
+    return summarise(comp, sol, [by_id[i] for i in sol.order if i in by_id], report, options)
+
 def score_file(comp,              # `Competition`
                sol,               # its `Solution`
                submission,        # submission CSV: path or text stream
@@ -392,39 +295,9 @@ def score_file(comp,              # `Competition`
                **options,         # the metric's options (`comp.options`)
               ) -> SubmissionScore:
     "Score a submission against a solution like the leaderboard; raises `SubmissionError` listing every problem"
-    check_options(comp, options)
-    report = Report(source_name(submission), limit)
-    executor, own = as_executor(executor), None
-    if executor is None and jobs and jobs > 1: executor = own = _LocalPool(jobs)
-    bar = Progress(submission, progress) if comp.score_all is None else None
-    try:
-        if comp.score_all is not None:
-            return _score_all(comp, sol, submission, report, progress, options, dict(others=others, fast=fast),
-                              executor)
-        rows = list(_run_items(comp, _items(sol, submission, comp, report, bar, others, fast), options, executor))
-    finally:
-        if bar is not None: bar.close()
-        # after an error or Ctrl-C: the batches not started are dropped
-        if own is not None: own.shutdown(cancel_futures=True)
-    if not report.ok: raise SubmissionError(report)
-    by_id = {key_of(comp, r): r for r in rows}
-    return summarise(comp, sol, [by_id[i] for i in sol.order if i in by_id], report, options)
-
-# %% ../nbs/14_scoring.ipynb #4f56603e
-def read_sample_ids(source,   # the competition's sample submission (path or text stream)
-                    comp,     # `Competition`
-                   ) -> list:
-    "The ids a sample submission lists, each once, in file order (its run-length strings are not read)"
-    report, ids = Report(source_name(source)), {}
-    at = [comp.columns.index(c) for c in comp.key_columns]
-    with CSVSource(source) as src:
-        for lines, rows, present in csv_chunks(src, comp.columns, report):
-            for r in rows: ids.setdefault(key_of(comp, dict(zip(comp.key_columns, (r[k] for k in at)))), None)
-    if not report.ok: raise SubmissionError(report)
-    if not ids:
-        report.add(None, None, "the sample submission has no rows")
-        raise SubmissionError(report)
-    return list(ids)
+    reader = SubmissionReader(comp, submission, sol=sol, limit=limit, progress=progress, others=others, fast=fast,
+                              executor=executor)
+    return score_reader(reader, jobs, **options)
 
 # %% ../nbs/14_scoring.ipynb #c7ad50df
 def validate_file(comp,           # `Competition`
@@ -438,42 +311,5 @@ def validate_file(comp,           # `Competition`
                   block=BLOCK_SIZE, # bytes per block of the fast path (1 MiB)
                  ) -> Report:
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
-    if sol is not None and sample is not None:
-        raise ValueError("pass a solution or a sample submission, not both (the solution lists the ids)")
-    ids = read_sample_ids(sample, comp) if sample is not None else None
-    known = KnownIds(dict.fromkeys(ids), "the sample submission") if ids is not None else None
-    report = Report(source_name(submission), limit)
-    bar = Progress(submission, progress)
-    try:
-        for _ in read_groups(submission, comp, report, sol.shapes if sol else None, sol.order if sol else ids,
-                             progress=bar, known=known, others=others, fast=fast, block=block): pass
-    finally: bar.close()
-    sizes = ["image sizes (fixed)"] if comp.shape else []
-    report.checked = ["header", "ids", "run-length strings",
-                      *comp.checks] + (["image sizes", "unknown and missing ids"] if sol else
-                     ["unknown and missing ids (sample submission)"] + sizes if ids else sizes)
-    return report
-
-# %% ../nbs/14_scoring.ipynb #a0497450
-@contextmanager
-def dask_client(scheduler=None,  # the address of a running scheduler, e.g. "tcp://10.0.0.5:8786"
-                workers=None,    # or: start a local cluster of this many worker processes (one thread each)
-                timeout=20,      # seconds to wait for the scheduler
-               ):
-    "A dask.distributed `Client` of a running cluster or of a new local one, closed (with the local cluster) on exit"
-    if (scheduler is None) == (workers is None):
-        raise ValueError("give a scheduler address or a number of workers (one of them)")
-    try: from distributed import Client, LocalCluster
-    except ImportError:
-        raise ImportError("scoring on a dask cluster needs dask.distributed: pip install 'dask[distributed]'") from None
-    if workers is not None:
-        if workers < 1: raise ValueError(f"workers: {workers}, need at least 1")
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            yield client
-        return
-    try: client = Client(scheduler, timeout=timeout)
-    except (OSError, TimeoutError) as e:
-        raise OSError(f"{scheduler}: no dask scheduler answered within {timeout} s ({type(e).__name__}: "
-                      f"{str(e)[:120]})") from None
-    with client: yield client
+    return SubmissionReader(comp, submission, sol=sol, limit=limit, progress=progress, sample=sample, others=others,
+                            fast=fast, block=block).check()

@@ -29,7 +29,8 @@ SERVE_ARGUMENTS = {
               _a("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"),
               _a("--port", "-p", type=int, default=8000,
                  help="port (default 8000; 0: a free one, said when it listens)"),
-              _a("--daily-limit", type=int, default=5, help="valid submissions per student per UTC day (default 5)"),
+              _a("--daily-limit", type=int,   # None: the board's DAILY_LIMIT
+                 help="valid submissions per student per UTC day (default 5)"),
               _a("--deadline", metavar="ISO-TIME", help="when the competition closes and the private leaderboard "
                                                         "opens, e.g. 2026-06-30T23:59+02:00 (no zone: UTC)"),
               _a("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 "
@@ -69,12 +70,13 @@ def listen(host, port):
 def serve_command(args) -> int:
     "`clinseg serve`: open the board, start the scoring worker and the web server; returns at Ctrl-C"
     import uvicorn
-    from clinseg.board import open_board
+    from clinseg.board import DAILY_LIMIT, open_board
     from clinseg.pages import create_app
-    from clinseg.scoring import as_executor, dask_client
+    from clinseg.parallel import as_executor, dask_client
     if not 0 <= args.port < 65536: raise ServeError(f"--port {args.port}: a port is 1 to 65535 (0: a free one)")
     if args.max_upload_mb <= 0: raise ServeError(f"--max-upload-mb {args.max_upload_mb}: must be above 0")
-    board = open_board(args.competition, args.solution, args.db, getattr(args, "uploads", None), args.daily_limit,
+    limit = DAILY_LIMIT if args.daily_limit is None else args.daily_limit
+    board = open_board(args.competition, args.solution, args.db, getattr(args, "uploads", None), limit,
                        args.deadline, processes=not args.scheduler)   # score in a child process, unless dask does it
     def run():
         app = create_app(board, args.max_upload_mb, getattr(args, "secure_cookie", False))

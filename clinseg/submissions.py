@@ -5,17 +5,19 @@
 # %% ../nbs/15_submissions.ipynb #bacf4f5e
 from __future__ import annotations
 import hashlib, importlib, importlib.metadata, importlib.util, io, sys, warnings
-from dataclasses import replace
 from pathlib import Path
 import numpy as np
 from .csvstream import BLOCK_SIZE, Report
-from .submission import Competition, Solution, SubmissionError, read_csv_solution
-from .scoring import SubmissionScore, read_sample_ids as _sample_ids, score_file, validate_file
+from .competition import Competition, Solution, SubmissionError, read_csv_solution
+from .groups import SubmissionReader, read_sample_ids as _sample_ids
+from .scoring import SubmissionScore, score_reader
 from .competitions import BUILT_IN
+_all_ = ["SubmissionError"]   # the command line's, from its home chapter
 
 # %% auto #0
 __all__ = ['ENTRY_POINT_GROUP', 'COMPETITIONS', 'load_competition', 'get_competition', 'read_solution', 'read_sample_ids',
-           'validate', 'score', 'write_submission', 'write_solution', 'plot_scores', 'submission_checker']
+           'validate', 'score', 'write_submission', 'write_solution', 'plot_scores', 'submission_checker',
+           'SubmissionError']
 
 # %% ../nbs/15_submissions.ipynb #66ea55cf
 ENTRY_POINT_GROUP = "clinseg.competitions"
@@ -105,7 +107,7 @@ def load_competition(path) -> Competition:
     try:
         spec.loader.exec_module(module)
         if not hasattr(module, "COMPETITION"):
-            raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.submission.Competition`)")
+            raise ValueError(f"{path}: defines no COMPETITION (a `clinseg.competition.Competition`)")
         return _as_competition(module, str(path))
     except ValueError:
         del sys.modules[name]
@@ -158,7 +160,8 @@ def validate(submission,      # path (or text stream) of the submission CSV
     "Every problem of a submission, with its row and field, as the competition's checker would find them"
     comp = get_competition(competition)
     sol = solution if isinstance(solution, Solution) or solution is None else read_solution(solution, comp)
-    return validate_file(comp, submission, sol, limit, progress, sample, _others(comp), fast, block)
+    return SubmissionReader(comp, submission, sol=sol, limit=limit, progress=progress, sample=sample,
+                            others=_others(comp), fast=fast, block=block).check()
 
 # %% ../nbs/15_submissions.ipynb #d6360b0b
 def score(solution,          # solution: path, folder, or `Solution`
@@ -178,7 +181,9 @@ def score(solution,          # solution: path, folder, or `Solution`
     sol = solution if isinstance(solution, Solution) else read_solution(solution, comp)
     if sol.competition.name != comp.name:
         raise ValueError(f"the solution was read for {sol.competition.name}, not {comp.name}")
-    return score_file(comp, sol, submission, executor, jobs, limit, progress, _others(comp), **options)
+    reader = SubmissionReader(comp, submission, sol=sol, limit=limit, progress=progress, others=_others(comp),
+                              executor=executor)
+    return score_reader(reader, jobs, **options)
 
 # %% ../nbs/15_submissions.ipynb #db1480ac
 def write_submission(path, predictions, competition, **kwargs):

@@ -112,7 +112,8 @@ def _edt_nearest(src, dst, shape, s):
     ("Distance in mm from each point of `src` to the nearest point of `dst` (integer coordinates on a grid of "
      "`shape`): the EDT of the grid without `dst`, read at `src`")
     if not len(src) or not len(dst): return np.full(len(src), np.inf)
-    grid = np.ones(shape, bool); grid[tuple(dst.T)] = False
+    grid = np.ones(shape, bool)
+    grid[tuple(dst.T)] = False
     return _ndimage().distance_transform_edt(grid, sampling=s)[tuple(src.T)]
 
 # %% ../nbs/05_surface.ipynb #1db42586
@@ -249,11 +250,12 @@ def _surfel_pieces(ndim):
         rest = [k for k in range(ndim) if k not in (a, b)]
         for fixed in itertools.product((0, 1), repeat=len(rest)):
             def corner(u, v):
-                c = [0] * ndim; c[a], c[b] = u, v
+                c = [0] * ndim
+                c[a], c[b] = u, v
                 for k, f in zip(rest, fixed): c[k] = f
                 return tuple(c)
             faces.append([corner(u, v) for u, v in [(0, 0), (0, 1), (1, 1), (1, 0)]])
-    mid = lambda c, d: tuple((x + y) / 2 for x, y in zip(c, d))
+    def mid(c, d): return tuple((x + y) / 2 for x, y in zip(c, d))
     table = []
     for code in range(2 ** 2 ** ndim):
         on = {c for f, c in enumerate(corners) if code >> (2 ** ndim - 1 - f) & 1}
@@ -266,15 +268,21 @@ def _surfel_pieces(ndim):
                     j = i
                     while ins[(j + 1) % 4]: j = (j + 1) % 4
                     segs.append((mid(cyc[i - 1], cyc[i]), mid(cyc[j], cyc[(j + 1) % 4])))
-        if ndim == 2: table.append([np.subtract(q, p) for p, q in segs]); continue
+        if ndim == 2:
+            table.append([np.subtract(q, p) for p, q in segs])
+            continue
         links = {}
-        for p, q in segs: links.setdefault(p, []).append(q); links.setdefault(q, []).append(p)
+        for p, q in segs:
+            links.setdefault(p, []).append(q)
+            links.setdefault(q, []).append(p)
         pieces, seen = [], set()
         for start in links:   # chain the segments into closed polygons, one per group of corners
             if start in seen: continue
             poly = [start, links[start][0]]
             while poly[-1] != start: poly.append(next(w for w in links[poly[-1]] if w != poly[-2]))
-            seen.update(poly); P = np.array(poly[:-1]); n = len(P)
+            seen.update(poly)
+            P = np.array(poly[:-1])
+            n = len(P)
             fans = [[np.cross(P[(k + i) % n] - P[k], P[(k + i + 1) % n] - P[k]) / 2 for i in range(1, n - 1)]
                     for k in range(n)]
             pieces += max(fans, key=lambda T: sum(np.linalg.norm(v) for v in T))
@@ -312,7 +320,9 @@ def _surfel_points(m, rows):
         for f, corner in enumerate(itertools.product((0, 1), repeat=nd)):
             code |= blk[tuple(slice(c, c + n) for c, n in zip(corner, code.shape))] << (2 ** nd - 1 - f)
         idx = np.argwhere((code != 0) & (code != full))
-        codes.append(code[tuple(idx.T)]); idx[:, 0] += z; pts.append(idx)
+        codes.append(code[tuple(idx.T)])
+        idx[:, 0] += z
+        pts.append(idx)
     return np.concatenate(pts), np.concatenate(codes)
 
 
@@ -394,17 +404,19 @@ def plot_surfaces(pred,          # 2-D prediction mask
     over = np.zeros(p.shape + (4,))
     over[st] = (0.27, 0.51, 0.85, 1)
     d_pt, _ = surface_distances(p, t, s)
-    near = np.zeros(p.shape, bool); near[tuple(np.argwhere(sp_)[d_pt <= tolerance].T)] = True
+    near = np.zeros(p.shape, bool)
+    near[tuple(np.argwhere(sp_)[d_pt <= tolerance].T)] = True
     over[sp_ & near], over[sp_ & ~near] = (0.18, 0.66, 0.33, 1), (0.84, 0.19, 0.15, 1)
     ax.imshow(over, extent=extent, interpolation="nearest")
-    f = lambda v: f"{v:.1f}"
+    def f(v): return f"{v:.1f}"
     text = (
         f"HD {f(hausdorff(p, t, s))}  HD95 {f(hd95(p, t, s))} (max {f(hd95(p, t, s, method='max'))})  ASSD "
         f"{f(assd(p, t, s))} mm\n"
         f"NSD@{tolerance:g}mm {surface_dice(p, t, s, tolerance):.3f} (voxels "
         f"{surface_dice(p, t, s, tolerance, method='voxel'):.3f})  Dice {dice(p, t):.3f}")
     ax.set_title(f"{title}\n{text}" if title else text, fontsize=8)
-    ax.set_xlabel("mm"); ax.set_ylabel("mm")
+    ax.set_xlabel("mm")
+    ax.set_ylabel("mm")
     return ax
 
 # %% ../nbs/05_surface.ipynb #0000004a
@@ -420,7 +432,8 @@ def surface_explorer(size=48, # side of the square grid, in pixels
     def draw(offset, row_mm, tolerance, case):
         fig, ax = plt.subplots(figsize=(5, 5.5))
         plot_surfaces(*shape_pair(size, offset, case), (row_mm, 1.0), tolerance, ax=ax)
-        plt.show(); plt.close(fig)
+        plt.show()
+        plt.close(fig)
     out = w.interactive_output(draw, dict(offset=offset, row_mm=rows, tolerance=tol, case=case))
     return w.VBox([w.HBox([w.VBox([offset, rows, tol]), case]), out])
 
@@ -445,7 +458,8 @@ def _nearest(src, dst, shape, s):
     if len(shape) == 1:   # a 1-D mask: one column of slices of one voxel each
         src, dst = (np.column_stack([x, np.zeros_like(x)]) for x in (src, dst))
         shape, s = (shape[0], 1), np.append(s, 1.0)
-    order = np.argsort(src[:, 0], kind="stable"); src = src[order]
+    order = np.argsort(src[:, 0], kind="stable")
+    src = src[order]
     dst = dst[np.argsort(dst[:, 0], kind="stable")]
     zs, starts = np.unique(dst[:, 0], return_index=True)
     ends, zp, done = np.append(starts[1:], len(dst)), src[:, 0], np.zeros(len(zs), bool)
@@ -457,13 +471,15 @@ def _nearest(src, dst, shape, s):
             dz2 = ((zp[lo:hi] - zs[j]) * s[0]) ** 2
             near = lo + np.flatnonzero(dz2 < best[lo:hi])
             if not near.size: continue
-            grid = np.ones(shape[1:], bool); grid[tuple(dst[starts[j]:ends[j], 1:].T)] = False
+            grid = np.ones(shape[1:], bool)
+            grid[tuple(dst[starts[j]:ends[j], 1:].T)] = False
             ft = _ndimage().distance_transform_edt(grid, sampling=s[1:], return_distances=False, return_indices=True)
             at, d2 = tuple(src[near, 1:].T), dz2[near - lo]
             for k in range(len(shape) - 1): d2 = d2 + ((ft[k][at] - at[k]) * s[k + 1]) ** 2
             best[near] = np.minimum(best[near], d2)
         done |= level
-    out = np.empty(len(src)); out[order] = np.sqrt(best)
+    out = np.empty(len(src))
+    out[order] = np.sqrt(best)
     return out
 
 # %% ../nbs/05_surface.ipynb #00000019

@@ -4,7 +4,8 @@
 
 # %% ../nbs/00_teaching.ipynb #4f2084f6
 from __future__ import annotations
-import hashlib, math, numbers, re
+import ast, hashlib, json, math, numbers, re
+from pathlib import Path
 from types import MappingProxyType
 
 # %% auto #0
@@ -68,7 +69,7 @@ def _function_verdict(ex, fn):
         return False, f"✗ Not yet: pass your function itself (without calling it), not {type(fn).__name__}."
     outs = _outputs(fn, ex._cases)
     got = _case_keys(outs, ex.digits)
-    agrees = lambda keys: all(g is not None and g == k for g, k in zip(got, keys))
+    def agrees(keys): return all(g is not None and g == k for g, k in zip(got, keys))
     if agrees(ex._right): return True, f"✓ Right on all {len(ex._cases)} cases."
     for what, wrong in ex._mistakes.items():
         if agrees(wrong): return False, f"✗ Not yet: {what}."
@@ -90,8 +91,10 @@ class Exercise:
         self.digits, self.given = digits, MappingProxyType(dict(given or {}))
         self._hints = (hints,) if isinstance(hints, str) else tuple(hints)
         self._cases = None if cases is None else tuple(cases)
-        if cases is None: key = lambda v: _key(v, digits)
-        else: key = lambda f: _case_keys(_outputs(f, self._cases), digits)
+        if cases is None:
+            def key(v): return _key(v, digits)
+        else:
+            def key(f): return _case_keys(_outputs(f, self._cases), digits)
         self._right, self._mistakes = key(right), {what: key(wrong) for what, wrong in (mistakes or {}).items()}
         self._told = 0
 
@@ -117,9 +120,6 @@ class Exercise:
         return f"Exercise(answer: {kind}; {len(self._mistakes)} known mistakes; {len(self._hints)} hints)"
 
 # %% ../nbs/00_teaching.ipynb #7ae38988
-import ast, json
-from pathlib import Path
-
 def _directives(source):
     "the `#| ...` flags at the top of a cell's source"
     flags = []
@@ -194,7 +194,7 @@ def leaks(notebook, answers=()):
     text = "\n".join("".join(c["source"]) for c in student_cells(nb["cells"]))
     texts = [t for a in answers for t in ([a] if isinstance(a, str) else dict.fromkeys([str(a), repr(normal_form(a))]))]
     found = [t for t in texts if t in text]
-    as_word = lambda m: r"(?<![\w.])" + re.escape(m) if m[0].isalpha() else re.escape(m)
+    def as_word(m): return r"(?<![\w.])" + re.escape(m) if m[0].isalpha() else re.escape(m)
     return found + [m for m in _MARKERS if re.search(as_word(m), text)]
 
 # %% ../nbs/00_teaching.ipynb #e6917778

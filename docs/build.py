@@ -48,7 +48,8 @@ def find_notebooks(nbs):
     """Notebooks nbdev would process (nbglob: `_`/`.` files and folders skipped), chapters then tutorials, by file
     name; the answer keys are left out (the site shows the student edition's text)"""
     from nbdev.doclinks import nbglob
-    nbs_ = [p.resolve() for p in nbglob(nbs, as_path=True) if Path(p).resolve().relative_to(nbs.resolve()).parts[0] != ANSWER_KEYS]
+    nbs_ = [p.resolve() for p in nbglob(nbs, as_path=True)
+            if Path(p).resolve().relative_to(nbs.resolve()).parts[0] != ANSWER_KEYS]
     return sorted(nbs_, key=lambda p: (len(p.relative_to(nbs).parts) > 1, str(p.relative_to(nbs))))
 
 def page_of(nb, nbs):
@@ -83,7 +84,8 @@ def keep_widget_outputs():
         res = leave(self, etype, evalue, tb)          # an error inside is shown (captured here too), as ipywidgets does
         cap, got = self._docs_captures.pop()
         cap.__exit__(None, None, None)
-        outs = [dict(output_type='stream', name=n, text=t) for n, t in (('stdout', got.stdout), ('stderr', got.stderr)) if t]
+        outs = [dict(output_type='stream', name=n, text=t) for n,
+                t in (('stdout', got.stdout), ('stderr', got.stderr)) if t]
         outs += [dict(output_type='display_data', data=_data(o.data), metadata=o.metadata or {}) for o in got.outputs]
         if outs: self.outputs += tuple(outs)
         return res
@@ -91,7 +93,8 @@ def keep_widget_outputs():
     Output.__enter__, Output.__exit__, Output.clear_output = __enter__, __exit__, clear_output
 
 def execute(nb, src, skip_flags):
-    "Run `nb`'s code cells in order as `nbdev.test.test_nb` does, storing the outputs; raise BuildError at the first failure"
+    ("Run `nb`'s code cells in order as `nbdev.test.test_nb` does, storing the outputs; raise BuildError at the "
+     "first failure")
     # the shell is returned: show_doc cells that nbdev adds are rendered in it, with the whole notebook's state
     from execnb.nbio import _dict2obj
     from execnb.shell import CaptureShell
@@ -115,10 +118,12 @@ def execute(nb, src, skip_flags):
     return shell
 
 
-# ---------------------------------------------------------------- 2. nbdev's processing, then quarto options -> myst-nb tags
+# ---------------------------------------------------------------- 2. nbdev's processing, then quarto options ->
+# myst-nb tags
 _re_opt = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
 _OPT_TAGS = {('echo', 'false'): 'remove-input', ('output', 'false'): 'remove-output',
-             ('include', 'false'): 'remove-cell', ('output', 'asis'): 'output-asis', ('code-fold', 'true'): 'hide-input'}
+             ('include', 'false'): 'remove-cell', ('output', 'asis'): 'output-asis',
+             ('code-fold', 'true'): 'hide-input'}
 
 def quarto_to_tags(cell):
     "Turn the quarto options nbdev leaves at the top of a code cell (`#| echo: false`...) into myst-nb cell tags"
@@ -137,7 +142,9 @@ def frontmatter_cell(nb):
     from nbdev.frontmatter import _fm2dict
     if nb.cells and nb.cells[0].cell_type == 'raw':
         fm = _fm2dict(nb.cells[0].source)
-        if fm: nb.cells.pop(0); return fm
+        if fm:
+            nb.cells.pop(0)
+            return fm
     return {}
 
 def filter_in(shell):
@@ -154,7 +161,8 @@ def filter_in(shell):
             shell.cell(cell)
             if shell.exc is not None: raise BuildError(f'show_doc failed in cell:\n{cell.source}\n{shell.exc!r}')
     class Filter(FilterDefaults):
-        def base_procs(self): return [exec_show_docs if p.__name__ == 'exec_show_docs' else p for p in super().base_procs()]
+        def base_procs(self):
+            return [exec_show_docs if p.__name__ == 'exec_show_docs' else p for p in super().base_procs()]
     return Filter()
 
 def process(nb, src, shell):
@@ -171,14 +179,17 @@ def process(nb, src, shell):
             if in_test is None: del os.environ['IN_TEST']
             else: os.environ['IN_TEST'] = in_test
     fm = frontmatter_cell(nb)
-    for cell in nb.cells: quarto_to_tags(cell); tidy_outputs(cell)
+    for cell in nb.cells:
+        quarto_to_tags(cell)
+        tidy_outputs(cell)
     widgets_offline(nb)
     nb.cells = [c for c in nb.cells if not (c.cell_type == 'code' and 'remove-input' in c.metadata.get('tags', [])
                                             and not c.get('outputs'))]
     return nb, fm, [str(w.message).split('\n')[0] for w in caught]
 
 
-# ---------------------------------------------------------------- links: notebook links -> pages; nbdev's doc links -> local
+# ---------------------------------------------------------------- links: notebook links -> pages; nbdev's doc links ->
+# local
 _re_md_link = re.compile(r'(\]\()([^)\s]+?\.ipynb)(#[^)\s]*)?(\))')
 
 def link_rewriter(page, pages, src, nbs, doc_url):
@@ -204,7 +215,8 @@ def tidy_outputs(cell):
     """Blank stream outputs go. In show_doc outputs: the leading `---` rule goes (a docutils transition cannot sit
     in an output; CSS draws it), and the links nbdev adds inside the signature's code block are unwrapped"""
     if cell.get('outputs'):
-        cell.outputs = [o for o in cell.outputs if not (o.get('output_type') == 'stream' and not ''.join(o.get('text', '')).strip())]
+        cell.outputs = [o for o in cell.outputs if not (o.get('output_type') == 'stream'
+                                                        and not ''.join(o.get('text', '')).strip())]
     if 'show_doc' not in cell.source: return
     for o in cell.get('outputs', []):
         md = o.get('data', {}).get('text/markdown')
@@ -213,7 +225,8 @@ def tidy_outputs(cell):
         md = _re_fence.sub(lambda m: _re_code_link.sub(r'\1', m.group(0)), md)
         o['data']['text/markdown'] = md.splitlines(True)
 
-WIDGET_NOTE = ('*An interactive widget: it needs Python running behind it, so open this notebook in JupyterLab to use it. '
+WIDGET_NOTE = ('*An interactive widget: it needs Python running behind it, so open this notebook in JupyterLab to use '
+               'it. '
                'The figure after it shows the same.*')
 
 def widgets_offline(nb):
@@ -270,8 +283,9 @@ def readme_text(nb, fm, src, nbs, pages, doc_url):
     nb_dir = src.parent.relative_to(nbs.parent).as_posix()
     page_nb = {page: nb.relative_to(nbs.parent).as_posix() for nb, page in pages.items()}
     own = re.compile(r'\[`([^`\]]+)`\]\(' + re.escape(doc_url) + r'([^)#\s]*)\.html(?:#[^)\s]*)?\)')
-    own_link = lambda m: f'[`{m.group(1)}`]({page_nb[m.group(2)]})' if m.group(2) in page_nb else f'`{m.group(1)}`'
-    relink = lambda s: own.sub(own_link, _re_md_link.sub(lambda m: f'{m.group(1)}{nb_dir}/{m.group(2)}{m.group(3) or ""}{m.group(4)}', s))
+    def own_link(m): return f'[`{m.group(1)}`]({page_nb[m.group(2)]})' if m.group(2) in page_nb else f'`{m.group(1)}`'
+    def md_link(m): return f'{m.group(1)}{nb_dir}/{m.group(2)}{m.group(3) or ""}{m.group(4)}'
+    def relink(s): return own.sub(own_link, _re_md_link.sub(md_link, s))
     parts = [README_NOTE]
     if fm.get('title'): parts.append(f"# {fm['title']}")
     if fm.get('description'): parts.append(f"> {fm['description']}")
@@ -287,7 +301,9 @@ def readme_text(nb, fm, src, nbs, pages, doc_url):
             if o.get('output_type') == 'stream':          # stdout only: warnings are not for the README
                 if o.get('name') != 'stdout': continue
                 text = ''.join(o['text'])
-            elif 'text/markdown' in data: parts.append(relink(''.join(data['text/markdown']).strip())); continue
+            elif 'text/markdown' in data:
+                parts.append(relink(''.join(data['text/markdown']).strip()))
+                continue
             elif any(k.startswith('image/') or k == WIDGET_VIEW for k in data): continue   # figures stay on the site
             elif 'text/plain' in data: text = ''.join(data['text/plain'])
             else: continue
@@ -298,7 +314,8 @@ def readme_text(nb, fm, src, nbs, pages, doc_url):
 # ---------------------------------------------------------------- one notebook, start to end (runs in a worker)
 def build_notebook(job):
     "Copy, execute, process one notebook; write it to `_proc/src/<page>.ipynb`. Returns a dict (never raises)"
-    src, page, nbs, doc_url, skip_flags, want_readme = (job[k] for k in ('src', 'page', 'nbs', 'doc_url', 'skip_flags', 'readme'))
+    src, page, nbs, doc_url, skip_flags, want_readme = (job[k] for k in
+                                                        ('src', 'page', 'nbs', 'doc_url', 'skip_flags', 'readme'))
     src, nbs = Path(src), Path(nbs)
     pages = {Path(k): v for k, v in job['pages'].items()}
     from execnb.nbio import mk_cell, read_nb, write_nb
@@ -334,10 +351,12 @@ def run_worker(job):
     job_file = PROC / 'jobs' / f"{job['page'].replace('/', '__')}.json"
     job_file.parent.mkdir(parents=True, exist_ok=True)
     job_file.write_text(json.dumps(job), encoding='utf-8')
-    res = subprocess.run([sys.executable, __file__, '--worker', str(job_file)], cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run([sys.executable, __file__, '--worker', str(job_file)], cwd=ROOT, capture_output=True,
+                         text=True)
     out = job_file.with_suffix('.out.json')
     if out.exists(): return json.loads(out.read_text(encoding='utf-8'))
-    return dict(ok=False, src=job['src'], error=f"{_rel(Path(job['src']))}: the worker process died (exit {res.returncode}):\n"
+    return dict(ok=False, src=job['src'],
+                error=f"{_rel(Path(job['src']))}: the worker process died (exit {res.returncode}):\n"
                                                   f"{res.stderr[-5000:]}")
 
 def run_all(jobs, n):
@@ -383,7 +402,8 @@ def run_sphinx(jobs):
     args = ['-b', 'html', '-c', str(ROOT / 'docs'), '-d', str(PROC / 'doctrees'), '-q', '-w', str(warn_file),
             '-j', str(jobs), str(SRC), str(PROC / 'html')]
     code = build_main(args)     # into _proc/html: myst-nb keeps its files beside the output folder, in _proc
-    warns = [l for l in warn_file.read_text(encoding='utf-8').splitlines() if 'WARNING' in l or 'ERROR' in l] if warn_file.exists() else []
+    warns = ([l for l in warn_file.read_text(encoding='utf-8').splitlines() if 'WARNING' in l or 'ERROR' in l]
+             if warn_file.exists() else [])
     if code: raise BuildError(f'sphinx-build failed (exit {code}):\n' + '\n'.join(warns[-30:]))
     shutil.move(PROC / 'html', SITE)
     (SITE / '.nojekyll').touch()     # GitHub Pages: serve the `_static` folders as they are
@@ -392,7 +412,8 @@ def run_sphinx(jobs):
 
 # ---------------------------------------------------------------- 4. checks
 _re_tag = re.compile(r'<[^>]+>')
-_re_remote = re.compile(r'<(script|link|img|iframe|source|embed|audio|video)\b[^>]*?\b(?:src|href)\s*=\s*["\']?((?:https?:)?//[^"\'\s>]+)', re.I)
+_re_remote = re.compile(r'<(script|link|img|iframe|source|embed|audio|video)\b[^>]*?\b(?:src|href)\s*=\s*'
+                        r'["\']?((?:https?:)?//[^"\'\s>]+)', re.I)
 _re_css_remote = re.compile(r'(?:url\(\s*["\']?|@import\s+["\'])((?:https?:)?//[^"\')\s]+)', re.I)
 
 def squeeze(text): return re.sub(r'\s+', '', text)
@@ -430,7 +451,9 @@ def local_links(site):
         text = p.read_text(encoding='utf-8')
         for href, anchor in _re_href.findall(text):
             target = (p.parent / href).resolve()
-            if not target.exists(): pages.append((p.relative_to(site).as_posix(), href)); continue
+            if not target.exists():
+                pages.append((p.relative_to(site).as_posix(), href))
+                continue
             if anchor:
                 if target not in ids: ids[target] = set(_re_id.findall(target.read_text(encoding='utf-8')))
                 if anchor not in ids[target]: anchors.append((p.relative_to(site).as_posix(), f'{href}#{anchor}'))
@@ -439,16 +462,20 @@ def local_links(site):
 def check_site(results, nbs):
     problems = []
     if not (SITE / 'index.html').exists(): problems.append('the home page _site/index.html is missing')
-    if not (SITE / 'search.html').exists() or not (SITE / 'searchindex.js').exists(): problems.append('search page or index missing')
+    if not (SITE / 'search.html').exists() or not (SITE / 'searchindex.js').exists():
+        problems.append('search page or index missing')
     opts = SITE / '_static' / 'documentation_options.js'
     if not opts.exists() or 'SHOW_SEARCH_SUMMARY: true' not in opts.read_text(encoding='utf-8'):
         problems.append('search results would show no excerpts (html_show_search_summary is off)')
     for r in results:
         rel = Path(r['src']).relative_to(nbs).as_posix()
         page = SITE / f"{r['page']}.html"
-        if not page.exists(): problems.append(f'nbs/{rel}: no page {page.relative_to(ROOT)}'); continue
+        if not page.exists():
+            problems.append(f'nbs/{rel}: no page {page.relative_to(ROOT)}')
+            continue
         missing = [n for n in r['api'] if n not in r['docs'] and not any(d.split('.')[0] == n for d in r['docs'])]
-        if missing: problems.append(f'nbs/{rel}: exported but not documented (no show_doc output): {", ".join(missing)}')
+        if missing:
+            problems.append(f'nbs/{rel}: exported but not documented (no show_doc output): {", ".join(missing)}')
         if not r['docs']: continue
         text = page_text(page)
         for name, sig in r['docs'].items():
@@ -458,7 +485,8 @@ def check_site(results, nbs):
     problems += [f'_site/{f}: link to a missing page {u}' for f, u in missing_pages]
     remote = remote_urls(SITE)
     for f, urls in remote.items(): problems.append(f'_site/{f} loads from the network: {", ".join(sorted(set(urls)))}')
-    if not (SITE / '_static' / 'mathjax' / 'MathJax.js').exists(): problems.append('local MathJax missing from _site/_static/mathjax')
+    if not (SITE / '_static' / 'mathjax' / 'MathJax.js').exists():
+        problems.append('local MathJax missing from _site/_static/mathjax')
     return problems, missing_anchors
 
 
@@ -482,7 +510,8 @@ def main(argv=None):
     if index not in notebooks: raise BuildError(f'no home page: {index.relative_to(ROOT)} is missing')
     pages = {nb: page_of(nb, nbs) for nb in notebooks}
     dupes = {p for p in pages.values() if list(pages.values()).count(p) > 1}
-    if dupes: raise BuildError(f'two notebooks would make the same page: {sorted(dupes)} (nbdev drops the number prefix)')
+    if dupes: raise BuildError(f'two notebooks would make the same page: {sorted(dupes)} (nbdev drops the number '
+                               'prefix)')
 
     for d in (PROC, SITE): shutil.rmtree(d, ignore_errors=True)
     SRC.mkdir(parents=True)
@@ -490,9 +519,11 @@ def main(argv=None):
         rel = f.relative_to(nbs)
         if f.is_file() and f.suffix.lower() in {'.png', '.jpg', '.jpeg', '.gif', '.svg', '.webp'} \
                 and not any(part[0] in '._' for part in rel.parts):
-            (SRC / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, SRC / rel)
+            (SRC / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, SRC / rel)
 
-    jobs = [dict(src=str(nb), page=pages[nb], pages={str(k): v for k, v in pages.items()}, nbs=str(nbs), doc_url=doc_url,
+    jobs = [dict(src=str(nb), page=pages[nb], pages={str(k): v for k, v in pages.items()}, nbs=str(nbs),
+                 doc_url=doc_url,
                  skip_flags=skip_flags, readme=nb == index) for nb in notebooks]
     print(f'executing and processing {len(jobs)} notebooks ({args.jobs} at a time)...', flush=True)
     results = run_all(jobs, args.jobs)
@@ -520,12 +551,15 @@ def main(argv=None):
     for r in sorted(results, key=lambda r: r['page'] != 'index'):
         print(f"  {r['page'] + '.html':28} {r['title'][:40]:40} {len(r['docs']):3} API entries  {r['secs']:5.1f} s")
     if not args.no_readme: print('README.md written from nbs/index.ipynb')
-    print(f'done in {time.time() - t0:.1f} s (notebooks {t_nbs:.1f} s, Sphinx {t_sphinx:.1f} s); no page loads anything from another host '
+    print(f'done in {time.time() - t0:.1f} s (notebooks {t_nbs:.1f} s, Sphinx {t_sphinx:.1f} s); no page loads '
+          'anything from another host '
           f'({sum(1 for _ in SITE.rglob("*.html"))} pages and their stylesheets scanned)')
 
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--worker']: worker_main(sys.argv[2]); sys.exit(0)
+    if sys.argv[1:2] == ['--worker']:
+        worker_main(sys.argv[2])
+        sys.exit(0)
     try: main()
     except BuildError as e:
         sys.stderr.write(f'\ndocs build FAILED: {e}\n')

@@ -55,7 +55,8 @@ pygments_style = 'sphinx'
 mathjax_path = 'mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full'
 mathjax2_config = {
     'tex2jax': {'inlineMath': [['\\(', '\\)']], 'displayMath': [['\\[', '\\]']],
-                'processEscapes': True, 'processClass': 'math|output_area', 'ignoreClass': 'tex2jax_ignore|mathjax_ignore'},
+                'processEscapes': True, 'processClass': 'math|output_area',
+                'ignoreClass': 'tex2jax_ignore|mathjax_ignore'},
     # MathJax's blank spacing font is `url('about:blank')`, which browsers refuse to load (three console errors a page):
     # a local() font is looked up on the machine only, and never fetched
     'HTML-CSS': {'availableFonts': [], 'webFont': 'STIX-Web', 'imageFont': None,
@@ -63,4 +64,5 @@ mathjax2_config = {
     'MathMenu': {'showLocale': False},
     'messageStyle': 'none',
 }
-nb_ipywidgets_js = {}                   # widgets need a kernel: on the site each is a note and its static figure (build.py)
+# widgets need a kernel: on the site each is a note and its static figure (build.py)
+nb_ipywidgets_js = {}

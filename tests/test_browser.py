@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = "04_dice.ipynb"                       # relative to nbs/
+CHAPTER = "04a_dice_sets.ipynb"                       # relative to nbs/
 WALKTHROUGH = "tutorials/04_dsb2018.ipynb"
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = Path(os.environ.get("CLINSEG_CHROMIUM", "/usr/bin/chromium"))
@@ -43,7 +43,8 @@ def _missing():
 
 def _free_port():
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _api(url, token, path, method="GET", timeout=5):
@@ -67,7 +68,8 @@ def _our_kernels(runtime):
 def _stop(proc, url, token, runtime):
     "Shut the kernels and the server down through the API, then make sure every process we started is gone"
     try:
-        for k in _api(url, token, "/api/kernels") or []: _api(url, token, f"/api/kernels/{k['id']}", "DELETE", timeout=10)
+        for k in _api(url, token, "/api/kernels") or []: _api(url, token, f"/api/kernels/{k['id']}", "DELETE",
+                                                              timeout=10)
     except Exception: pass
     try: _api(url, token, "/api/shutdown", "POST")
     except Exception: pass
@@ -75,7 +77,9 @@ def _stop(proc, url, token, runtime):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
         try: proc.wait(10)
-        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
     for pid in _our_kernels(runtime):
         try: os.kill(pid, signal.SIGKILL)
         except ProcessLookupError: pass
@@ -83,7 +87,8 @@ def _stop(proc, url, token, runtime):
 
 def _copy_nbs(work):
     "nbs/ copied to work/main/nbs (Lab autosaves: never open the real notebooks), ../shared linked beside it"
-    shutil.copytree(ROOT / "nbs", work / "main" / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(ROOT / "nbs", work / "main" / "nbs",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     shared = ROOT.parent / "shared"
     if shared.exists(): (work / "shared").symlink_to(shared, target_is_directory=True)
     return work / "main"
@@ -91,7 +96,8 @@ def _copy_nbs(work):
 
 @pytest.fixture
 def lab(tmp_path_factory):
-    "JupyterLab serving a temporary copy of nbs/, one server per test (no tab restored from another test): (url, token, root folder)"
+    ("JupyterLab serving a temporary copy of nbs/, one server per test (no tab restored from another test): (url, "
+     "token, root folder)")
     reason = _missing()
     if reason and os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(f"CLINSEG_REQUIRE_BROWSER is set but {reason}")
     if reason: pytest.skip(reason)
@@ -113,8 +119,12 @@ def lab(tmp_path_factory):
     try:
         deadline = time.monotonic() + SERVER_START
         while True:
-            if proc.poll() is not None: raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{(tmp / 'lab.log').read_text()[-3000:]}")
-            try: _api(url, token, "/api/status", timeout=2); break
+            if proc.poll() is not None:
+                log_tail = (tmp / 'lab.log').read_text()[-3000:]
+                raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{log_tail}")
+            try:
+                _api(url, token, "/api/status", timeout=2)
+                break
             except Exception:
                 if time.monotonic() > deadline: raise RuntimeError(f"JupyterLab did not answer in {SERVER_START} s")
                 time.sleep(0.3)
@@ -124,21 +134,27 @@ def lab(tmp_path_factory):
         log.close()
 
 
+# the outputs that are errors or stderr, as a CSS selector
+_ERROR_OUTPUTS = ('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], '
+                  '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]')
+
 # JavaScript run in the page: the notebook's state as JupyterLab's own objects see it
 _STATE = """() => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   if (!w || !w.content || !w.sessionContext) return {ready: false};
   const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   const cells = w.content.widgets.filter(c => c.model.type === 'code');
-  const errors = w.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').length;
+  const errors = w.node.querySelectorAll('ERROR_OUTPUTS').length;
   return {ready: true, status: kernel ? kernel.status : 'none', cells: cells.length,
           run: cells.filter(c => c.model.executionCount !== null).length,
-          pending: w.node.querySelectorAll('.jp-InputArea-prompt').length ? Array.from(w.node.querySelectorAll('.jp-InputArea-prompt')).filter(p => p.textContent.includes('*')).length : 0,
+          pending: w.node.querySelectorAll('.jp-InputArea-prompt').length ?
+            Array.from(w.node.querySelectorAll('.jp-InputArea-prompt'))
+              .filter(p => p.textContent.includes('*')).length : 0,
           errors: errors};
-}"""
+}""".replace("ERROR_OUTPUTS", _ERROR_OUTPUTS)
 
 
-_ERROR_TEXTS = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]')).map(e => e.innerText.slice(0, 300))"""
+_ERROR_TEXTS = f"() => Array.from(document.querySelectorAll('{_ERROR_OUTPUTS}')).map(e => e.innerText.slice(0, 300))"
 
 
 def _wait(page, what, ok, timeout):
@@ -159,7 +175,8 @@ def _page(prefix):
     profile = Path(tempfile.mkdtemp(prefix="clinseg-chromium-"))    # a fresh profile: no state from an earlier run
     try:
         with sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
+                                                       args=CHROMIUM_ARGS,
                                                        viewport={"width": 1400, "height": 1000}, timeout=60_000)
             page = None
             try:
@@ -184,11 +201,14 @@ def _run_all(page, url, token, name, prefix):
     try: _wait(page, "cells started", lambda s: s["run"] or s["pending"] or s["errors"], STARTED)
     except AssertionError:    # the kernel said idle before it took requests: ask once more
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    state = _wait(page, "all cells run", lambda s: s["errors"] or (s["run"] == s["cells"] and not s["pending"] and s["status"] == "idle"), RUN_ALL)
+    state = _wait(page, "all cells run",
+                  lambda s: s["errors"] or (s["run"] == s["cells"] and not s["pending"] and s["status"] == "idle"),
+                  RUN_ALL)
     page.screenshot(path=str(ARTIFACTS / f"{prefix}_2_ran.png"), full_page=True)
     if state["errors"]:
         texts = page.evaluate(_ERROR_TEXTS)
-        raise AssertionError(f"{name}: {state['errors']} error or stderr output(s) in JupyterLab, the first: {texts[:1]}")
+        raise AssertionError(f"{name}: {state['errors']} error or stderr output(s) in JupyterLab, the first: "
+                             f"{texts[:1]}")
     leaked = page.evaluate("() => document.querySelector('.jp-Notebook').innerText.includes('source{target=')")
     assert not leaked, f"{name}: an API entry shows Quarto's link markup (source{{target=...}}) as text"
 
@@ -204,7 +224,8 @@ def _drag(page, slider, dx=20):
 
 def _slider_moves_figure(page, slider, prefix):
     "Drag `slider` right: its readout and its widget's figure change; (before, after) readouts"
-    explorer = slider.locator("xpath=ancestor::div[contains(@class, 'widget-vbox') or contains(@class, 'widget-box')][last()]")
+    explorer = slider.locator("xpath=ancestor::div[contains(@class, 'widget-vbox') or contains(@class, "
+                              "'widget-box')][last()]")
     slider.scroll_into_view_if_needed()
     readout = slider.locator(".widget-readout")
     figure = explorer.locator(".jp-OutputArea-output img, .widget-output img").first
@@ -230,7 +251,8 @@ def test_chapter_runs_and_its_widget_answers(lab):
     with _page("chapter") as page:
         _run_all(page, url, token, CHAPTER, "chapter")
         slider = page.locator(".widget-slider:has(label:text-is('offset'))")
-        assert slider.count() == 1, "the Dice explorer's offset slider is missing: is the ipywidgets extension installed in Lab?"
+        assert slider.count() == 1, ("the Dice explorer's offset slider is missing: is the ipywidgets extension "
+                                     "installed in Lab?")
         before, after = _slider_moves_figure(page, slider, "chapter")
         assert int(after) > int(before), f"dragging right lowered the offset: {before} -> {after}"
 
@@ -244,4 +266,5 @@ def test_walkthrough_runs_and_its_widget_answers(lab):
         assert sliders.count() >= 1, f"{WALKTHROUGH} shows no widget slider after Run All"
         _slider_moves_figure(page, sliders.first, "walkthrough")
     workspaces = Path(os.environ["JUPYTERLAB_WORKSPACES_DIR"])
-    assert Path(tempfile.gettempdir()) in workspaces.resolve().parents, f"Lab's workspaces would go to {workspaces}, outside the temp folder"
+    assert Path(tempfile.gettempdir()) in workspaces.resolve().parents, (f"Lab's workspaces would go to {workspaces}, "
+                                                                         "outside the temp folder")

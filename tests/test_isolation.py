@@ -10,5 +10,6 @@ def test_home_and_config_folders_are_private():
     home = Path(os.environ["HOME"]).resolve()
     assert home.name.startswith("clinseg-pytest-home-") and Path(tempfile.gettempdir()).resolve() in home.parents, home
     for var in HOME_VARS:
-        assert Path(os.environ[var]).resolve() == home or home in Path(os.environ[var]).resolve().parents, f"{var}={os.environ[var]}"
+        assert (Path(os.environ[var]).resolve() == home
+                or home in Path(os.environ[var]).resolve().parents), f"{var}={os.environ[var]}"
     assert Path("~").expanduser().resolve() == home

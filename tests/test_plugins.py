@@ -2,7 +2,6 @@
 `pip install` leaves in site-packages) on PYTHONPATH put a competition in `clinseg.submissions.COMPETITIONS` under its
 name, the command line finds it by that name, and a broken plugin is a warning, not a failed `import clinseg`."""
 import os, subprocess, sys, textwrap
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,8 @@ MODULE = textwrap.dedent('''
     from clinseg import Competition, Convention, dice_items
     COMPETITION = Competition(
         "my_course", "My course's homework", Convention("my_course", "F", 1), ("Id", "Predicted"), "Id", "Predicted",
-        id_pattern=r"img\\d+", id_example="img1", solution_columns=("Id", "Predicted", "Height", "Width"), score_items=dice_items)
+        id_pattern=r"img\\d+", id_example="img1", solution_columns=("Id", "Predicted", "Height", "Width"),
+        score_items=dice_items)
 ''')
 
 
@@ -20,20 +20,24 @@ def fake_distribution(site, name, entry_points):
     dist = site / f"{name}-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[clinseg.competitions]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items()))
+    (dist / "entry_points.txt").write_text("[clinseg.competitions]\n"
+                                           + "".join(f"{k} = {v}\n" for k, v in entry_points.items()))
 
 
 def run(args, site, cwd):
     "Run python with `args`, `site` first on PYTHONPATH, in `cwd` (a folder without the plugin's module)"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    paths = [str(site)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.fixture
 def plugin(tmp_path):
     "(site folder with my_course_hw.py and its dist-info, a work folder with a solution and two submissions)"
     site, work = tmp_path / "site", tmp_path / "work"
-    site.mkdir(); work.mkdir()
+    site.mkdir()
+    work.mkdir()
     (site / "my_course_hw.py").write_text(MODULE)
     fake_distribution(site, "my_course_hw", {"my_course": "my_course_hw:COMPETITION"})
     (work / "solution.csv").write_text("Id,Predicted,Height,Width\nimg1,2 3,4,5\nimg2,,3,3\n")
@@ -64,11 +68,13 @@ def test_entry_point_registers_the_competition(plugin):
 
 def test_cli_finds_the_competition_by_name(plugin):
     site, work = plugin
-    r = run(["-m", "clinseg.cli", "validate", "--competition", "my_course", "good.csv", "--solution", "solution.csv"], site, work)
+    r = run(["-m", "clinseg.cli", "validate", "--competition", "my_course", "good.csv", "--solution", "solution.csv"],
+            site, work)
     assert (r.returncode, r.stdout, r.stderr) == (0, "good.csv: ok: 2 rows, 0 errors, 0 warnings\n", "")
     r = run(["-m", "clinseg.cli", "validate", "-c", "my_course", "bad.csv", "--solution", "solution.csv"], site, work)
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert "clinseg: error: bad.csv: row 2: field Id: 'img1.png' is not a valid Id (drop the file extension)" in r.stderr
+    assert ("clinseg: error: bad.csv: row 2: field Id: 'img1.png' is not a valid Id (drop the file extension)"
+            in r.stderr)
     assert "clinseg: error: bad.csv: row 3: field Predicted: " in r.stderr and "beyond the 3x3 image" in r.stderr
     r = run(["-m", "clinseg.cli", "score", "-c", "my_course", "solution.csv", "good.csv"], site, work)
     assert (r.returncode, r.stdout) == (0, f"score {(2 * 2 / (2 + 3) + 1.0) / 2:.6f}\n"), r.stderr
@@ -76,7 +82,8 @@ def test_cli_finds_the_competition_by_name(plugin):
 
 def test_without_the_distribution_the_name_is_unknown(plugin, tmp_path):
     site, work = plugin
-    r = run(["-m", "clinseg.cli", "validate", "-c", "my_course", "good.csv", "--solution", "solution.csv"], tmp_path / "empty", work)
+    r = run(["-m", "clinseg.cli", "validate", "-c", "my_course", "good.csv", "--solution", "solution.csv"],
+            tmp_path / "empty", work)
     assert r.returncode == 2 and "unknown competition 'my_course'" in r.stderr
 
 

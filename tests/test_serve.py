@@ -15,8 +15,8 @@ concurrent uploads, a server killed while scoring, the upload cap, and one real 
 - The browser test uses Debian's Chromium through Playwright, with JavaScript switched off; skipped when either is
   missing (with CLINSEG_REQUIRE_BROWSER=1 or CI set, a failure). Screenshots go to artifacts/browser/serve_*.png.
 """
-import contextlib, http.client, itertools, json, os, queue, re, shutil, signal, socket, subprocess, sys, tempfile, threading
-import time, warnings
+import contextlib, http.client, itertools, json, os, queue, re, shutil, signal, socket, subprocess, sys, tempfile
+import threading, time, warnings
 from argparse import Namespace
 from pathlib import Path
 
@@ -30,7 +30,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 PG_BIN = Path(os.environ.get("CLINSEG_PG_BIN", "/usr/local/bin"))
 SAFETY = 300   # seconds: how long a wait may last before it is a failure (a hang), never a measure of speed
 
-SLOW_COMPETITION = '''"""DSB 2018 under another name, its scorer slowed by SLOW_SCORE seconds (a test of a server killed while scoring)."""
+SLOW_COMPETITION = '''"""DSB 2018 under another name, its scorer slowed by SLOW_SCORE seconds (a test of a server killed
+while scoring)."""
 import os, time
 from dataclasses import replace
 from clinseg.competitions.dsb2018 import COMPETITION as DSB
@@ -63,15 +64,16 @@ def _free_port():
 
 @pytest.fixture(scope="session")
 def data(tmp_path_factory):
-    "The DSB demo: solution (half Public, half Private), a submission, a second submission (worse), the slow competition file"
+    ("The DSB demo: solution (half Public, half Private), a submission, a second submission (worse), the slow "
+     "competition file")
     from clinseg.demo import run_demo
     tmp = tmp_path_factory.mktemp("serve-data")
     run = run_demo(tmp / "demo", ["dsb2018"], quiet=True).runs[0]
     lines = run.solution.read_text().splitlines()
     ids = list(dict.fromkeys(l.split(",")[0] for l in lines[1:]))
     sol = tmp / "solution.csv"
-    sol.write_text("\n".join([lines[0]] + [l.rsplit(",", 1)[0] + "," + ("Public" if ids.index(l.split(",")[0]) % 2 == 0 else "Private")
-                                           for l in lines[1:]]) + "\n")
+    def usage(l): return "Public" if ids.index(l.split(",")[0]) % 2 == 0 else "Private"
+    sol.write_text("\n".join([lines[0]] + [l.rsplit(",", 1)[0] + "," + usage(l) for l in lines[1:]]) + "\n")
     sub = run.submission
     worse = tmp / "worse.csv"
     rows = sub.read_text().splitlines()
@@ -107,10 +109,12 @@ def postgres(tmp_path_factory):
         as_user = dict(user=pw.pw_uid, group=pw.pw_gid)
     port, data = _free_port(), folder / "data"
     try:
-        subprocess.run([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "clinseg", "--no-sync", "-E", "UTF8"],
+        subprocess.run([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "clinseg", "--no-sync", "-E",
+                        "UTF8"],
                        check=True, capture_output=True, timeout=120, **as_user)
         subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
-                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"],
+                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                        "start"],
                        check=True, capture_output=True, timeout=90, **as_user)
     except (subprocess.SubprocessError, OSError) as e:
         shutil.rmtree(folder, ignore_errors=True)
@@ -118,7 +122,8 @@ def postgres(tmp_path_factory):
         return
     try: yield _databases_on(f"postgresql+psycopg://clinseg@127.0.0.1:{port}/postgres", psycopg)
     finally:
-        subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60, **as_user)
+        subprocess.run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True,
+                       timeout=60, **as_user)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -148,7 +153,8 @@ def db(request, tmp_path):
 # ---------------------------------------------------------------- helpers
 
 def _client(app):
-    warnings.filterwarnings("ignore", message=".*httpx.*")   # Starlette 1.x prefers httpx2 for TestClient; httpx works the same
+    # Starlette 1.x prefers httpx2 for TestClient; httpx works the same
+    warnings.filterwarnings("ignore", message=".*httpx.*")
     from starlette.testclient import TestClient
     return TestClient(app)
 
@@ -169,8 +175,8 @@ _LOGS = itertools.count()
 
 
 def _started(argv, log, env=None, cwd=None):
-    """Start a `clinseg serve` command (with --port 0) in its own process group; (URL, process) once it has said where it
-    listens. Its output goes on to the file `log`; `process.copier` is the thread copying it, done when it ends."""
+    """Start a `clinseg serve` command (with --port 0) in its own process group; (URL, process) once it has said where
+    it listens. Its output goes on to the file `log`; `process.copier` is the thread copying it, done when it ends."""
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
     lines = queue.Queue()
@@ -205,9 +211,11 @@ def _stop(proc):
 
 @contextlib.contextmanager
 def live_server(tmp, competition, solution, db, env=None, **options):
-    "`serve_command` in a subprocess on a free port; yields (URL, process), `process.log` its output; stopped at the end"
+    ("`serve_command` in a subprocess on a free port; yields (URL, process), `process.log` its output; "
+     "stopped at the end")
     args = dict(competition=str(competition), solution=str(solution), db=db, host="127.0.0.1", port=0, daily_limit=5,
-                deadline=None, scheduler=None, max_upload_mb=20, uploads=str(tmp / "uploads"), secure_cookie=False) | options
+                deadline=None, scheduler=None, max_upload_mb=20, uploads=str(tmp / "uploads"),
+                secure_cookie=False) | options
     code = ("import sys; from argparse import Namespace; from clinseg.serve import serve_command; "
             f"sys.exit(serve_command(Namespace(**{args!r})))")
     log = tmp / f"server-{next(_LOGS)}.log"
@@ -230,10 +238,13 @@ def test_api(db, data, tmp_path):
     from clinseg.board import add_user, open_board, parse_deadline
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, db, tmp_path / "uploads", daily_limit=2)
-    ada, bob, teacher = add_user(board.engine, "ada"), add_user(board.engine, "bob"), add_user(board.engine, "turing", "teacher")
+    ada, bob = add_user(board.engine, "ada"), add_user(board.engine, "bob")
+    teacher = add_user(board.engine, "turing", "teacher")
     with _client(create_app(board)) as c:
-        post = lambda token, path, name="s.csv": c.post("/api/submissions", files={"file": (name, Path(path).read_bytes())}, headers=_bearer(token))
-        get = lambda token: lambda sid: c.get(f"/api/submissions/{sid}", headers=_bearer(token)).json()
+        def post(token, path, name="s.csv"): return c.post("/api/submissions",
+                                                           files={"file": (name, Path(path).read_bytes())},
+                                                           headers=_bearer(token))
+        def get(token): return lambda sid: c.get(f"/api/submissions/{sid}", headers=_bearer(token)).json()
         r = post(ada, data.worse)
         assert r.status_code == 202 and set(r.json()) == {"id", "status"} and r.json()["status"] == "queued"
         first = r.json()["id"]
@@ -269,34 +280,40 @@ def test_api(db, data, tmp_path):
         # rescore and grades (teacher only)
         assert c.get("/teacher/grades.csv", headers=_bearer(ada)).status_code == 403
         grades = c.get("/teacher/grades.csv", headers=_bearer(teacher)).text.splitlines()
-        assert grades[0].startswith("user,private_rank,private_score") and [g.split(",")[0] for g in grades[1:]] == ["ada", "bob"]
+        assert (grades[0].startswith("user,private_rank,private_score")
+                and [g.split(",")[0] for g in grades[1:]] == ["ada", "bob"])
     # after the deadline: the private board, private scores to the owner, uploads refused
     board.deadline = parse_deadline("2001-01-01T00:00:00+00:00")
     with _client(create_app(board)) as c:
         priv = c.get("/api/leaderboard/private").json()
         assert [e["user"] for e in priv] == ["ada", "bob"] and all(e["private_score"] is not None for e in priv)
         assert c.get(f"/api/submissions/{first}", headers=_bearer(ada)).json()["private_score"] is not None
-        assert c.post("/api/submissions", files={"file": ("s.csv", data.submission.read_bytes())}, headers=_bearer(bob)).status_code == 403
+        files = {"file": ("s.csv", data.submission.read_bytes())}
+        assert c.post("/api/submissions", files=files, headers=_bearer(bob)).status_code == 403
     board.engine.dispose()
 
 
 def test_sessions_and_csrf(db, data, tmp_path):
-    "The browser's way: sign in with the form, a signed HttpOnly cookie; every POST with a cookie needs the form's CSRF token"
+    ("The browser's way: sign in with the form, a signed HttpOnly cookie; every POST with a cookie needs the "
+     "form's CSRF token")
     from clinseg.board import add_user, open_board
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, db, tmp_path / "uploads")
     ada, teacher = add_user(board.engine, "ada"), add_user(board.engine, "turing", "teacher")
-    csrf_of = lambda html: re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    def csrf_of(html): return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
     with _client(create_app(board)) as c:
         login = c.get("/login").text
-        assert c.post("/login", data={"token": ada}, follow_redirects=False).status_code == 403              # no CSRF token
+        # no CSRF token
+        assert c.post("/login", data={"token": ada}, follow_redirects=False).status_code == 403
         assert c.post("/login", data={"token": "x", "csrf": csrf_of(login)}, follow_redirects=False).status_code == 401
         r = c.post("/login", data={"token": ada, "csrf": csrf_of(login)}, follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"] == "/submissions"
         cookie = r.headers["set-cookie"].lower()
-        assert "httponly" in cookie and "samesite=lax" in cookie and "; secure" not in cookie and ada.lower() not in cookie
+        assert ("httponly" in cookie and "samesite=lax" in cookie and "; secure" not in cookie
+                and ada.lower() not in cookie)
         page = c.get("/submissions")
-        assert page.status_code == 200 and "script-src" not in page.headers["content-security-policy"] and "<script" not in page.text
+        assert (page.status_code == 200 and "script-src" not in page.headers["content-security-policy"]
+                and "<script" not in page.text)
         csrf = csrf_of(page.text)
         f = {"file": ("<img src=x onerror=alert(1)>.csv", data.submission.read_bytes())}
         assert c.post("/submissions", files=f, follow_redirects=False).status_code == 403
@@ -306,10 +323,13 @@ def test_sessions_and_csrf(db, data, tmp_path):
         r = c.post("/submissions", files=f, data={"csrf": csrf}, follow_redirects=False)
         assert r.status_code == 303
         text = c.get(r.headers["location"]).text
-        assert "&lt;img src=x onerror=alert(1)&gt;.csv" in text and "<img" not in text                                 # escaped
-        student = c.get("/teacher", follow_redirects=False)                                               # not a teacher
+        # escaped
+        assert "&lt;img src=x onerror=alert(1)&gt;.csv" in text and "<img" not in text
+        # not a teacher
+        student = c.get("/teacher", follow_redirects=False)
         assert student.status_code == 403 and "signed in as a student; this page is the teacher&#39;s" in student.text
-        assert 'action="/login"' not in student.text                                                     # no sign-in form
+        # no sign-in form
+        assert 'action="/login"' not in student.text
         assert c.post("/teacher/rescore", data={"id": "all", "csrf": csrf}).status_code == 403
         c.post("/logout", data={"csrf": csrf})
         assert c.get("/submissions", follow_redirects=False).status_code == 303
@@ -373,14 +393,16 @@ def test_daily_limit_concurrent(db, data, tmp_path):
         for t in threads: t.start()
         for t in threads: t.join(180)
         assert sorted(out) == [202] * 5 + [429] * 7, out
-        assert request(url, "/api/submissions", token, file=data.bad)[0] == 429   # at the limit the early check answers first
+        # at the limit the early check answers first
+        assert request(url, "/api/submissions", token, file=data.bad)[0] == 429
     rows = _rows(db)
     assert len(rows) == 5 and all(r.status != "invalid" for r in rows)
     assert len(list((tmp_path / "uploads").iterdir())) == 5                        # refused files are not kept
 
 
 def test_killed_while_scoring(db, data, tmp_path):
-    "SIGKILL (the server's whole process group) while a submission is being scored; at the restart it is queued again and scored once, nothing half-written"
+    ("SIGKILL (the server's whole process group) while a submission is being scored; at the restart it is queued again "
+     "and scored once, nothing half-written")
     from clinseg.serve import request
     token = _add(db, "ada")
     log = tmp_path / "scoring.log"
@@ -401,8 +423,10 @@ def test_killed_while_scoring(db, data, tmp_path):
     with live_server(tmp_path, data.slow, data.solution, db, env={**env, "SLOW_SCORE": "0"}) as (url, proc):
         s = _wait_scored(lambda i: request(url, f"/api/submissions/{i}", token)[1], sid)
     [row] = _rows(db)
-    assert (row.status, row.attempts) == ("scored", 2) and row.public_score == s["public_score"] and row.private_score is not None
-    assert log.read_text().count("start") == 2                 # the killed attempt and the one that finished: nothing scored a third time
+    assert ((row.status, row.attempts) == ("scored", 2) and row.public_score == s["public_score"]
+            and row.private_score is not None)
+    # the killed attempt and the one that finished: nothing scored a third time
+    assert log.read_text().count("start") == 2
 
 
 def _vm_hwm(pid):
@@ -413,17 +437,20 @@ def _vm_hwm(pid):
 
 
 def test_upload_cap_streams(data, tmp_path):
-    "A body over the cap is refused (413) while it streams, without being held in memory; a declared length is refused at once"
+    ("A body over the cap is refused (413) while it streams, without being held in memory; a declared length is "
+     "refused at once")
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     token = _add(db, "ada")
     if not Path("/proc/self/status").exists(): _skip("no /proc (peak memory of the server cannot be read)")
     with live_server(tmp_path, "dsb2018", data.solution, db, max_upload_mb=1) as (url, proc):
         port = int(url.rsplit(":", 1)[1])
         from clinseg.serve import request
-        assert request(url, "/api/submissions", token)[0] == 200    # the token's argon2 check (64 MiB, once) before measuring
+        # the token's argon2 check (64 MiB, once) before measuring
+        assert request(url, "/api/submissions", token)[0] == 200
         before = _vm_hwm(proc.pid)
         boundary = "b0undary"
-        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\n\r\nImageId,EncodedPixels\n').encode()
+        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                'filename="big.csv"\r\n\r\nImageId,EncodedPixels\n').encode()
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         conn.putrequest("POST", "/api/submissions")
         conn.putheader("Authorization", f"Bearer {token}")
@@ -443,7 +470,8 @@ def test_upload_cap_streams(data, tmp_path):
         conn.close()
         assert _vm_hwm(proc.pid) - before < 40 << 20, (before, _vm_hwm(proc.pid))   # far below the 256 MB offered
         assert list((tmp_path / "uploads").iterdir()) == []                          # the partial file is gone
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)              # a declared length over the cap: refused unread
+        # a declared length over the cap: refused unread
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         conn.putrequest("POST", "/api/submissions")
         conn.putheader("Authorization", f"Bearer {token}")
         conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
@@ -456,8 +484,10 @@ def test_upload_cap_streams(data, tmp_path):
 
 
 def test_light_import():
-    "`import clinseg` and `clinseg.serve` (the submit client, the commands' arguments) do not import the server's packages"
-    code = ("import sys, clinseg, clinseg.serve; heavy = [m for m in ('starlette', 'sqlalchemy', 'uvicorn', 'alembic', 'argon2') if m in sys.modules]; "
+    ("`import clinseg` and `clinseg.serve` (the submit client, the commands' arguments) do not import the "
+     "server's packages")
+    code = ("import sys, clinseg, clinseg.serve; heavy = [m for m in ('starlette', 'sqlalchemy', 'uvicorn', 'alembic', "
+            "'argon2') if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -473,7 +503,8 @@ def test_arguments_parse():
         p = parsers[name] = argparse.ArgumentParser(prog=name)
         for names, kwargs in arguments: p.add_argument(*names, **kwargs)
     a = parsers["serve"].parse_args(["--competition", "dsb2018", "--solution", "s.csv"])
-    assert (a.host, a.port, a.daily_limit, a.db, a.deadline, a.scheduler, a.max_upload_mb) == ("127.0.0.1", 8000, 5, None, None, None, 20)
+    assert ((a.host, a.port, a.daily_limit, a.db, a.deadline, a.scheduler, a.max_upload_mb)
+            == ("127.0.0.1", 8000, None, None, None, None, 20))   # no --daily-limit: the board's DAILY_LIMIT
     a = parsers["serve-admin"].parse_args(["add-teacher", "turing", "--db", "sqlite:///x.sqlite"])
     assert (a.action, a.name, a.db) == ("add-teacher", "turing", "sqlite:///x.sqlite")
     a = parsers["submit"].parse_args(["--server", "http://h:1", "--token", "t", "f.csv", "--wait"])
@@ -503,8 +534,10 @@ def test_browser_without_javascript(data, tmp_path):
     profile = Path(tempfile.mkdtemp(prefix="clinseg-chromium-"))
     try:
         with live_server(tmp_path, "dsb2018", data.solution, db) as (url, proc), sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-                                                       java_script_enabled=False, viewport={"width": 1200, "height": 900}, timeout=60_000)
+            ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
+                                                       args=CHROMIUM_ARGS,
+                                                       java_script_enabled=False,
+                                                       viewport={"width": 1200, "height": 900}, timeout=60_000)
             page = ctx.pages[0] if ctx.pages else ctx.new_page()
             page.set_default_timeout(60_000)
             try:
@@ -517,7 +550,8 @@ def test_browser_without_javascript(data, tmp_path):
                 page.set_input_files("input[name=file]", str(data.submission))
                 page.click("button:has-text('Upload')")
                 page.wait_for_url(re.compile(r".*/submissions/\d+$"))
-                page.wait_for_selector("#public", timeout=60_000)                    # the meta refresh, not a script, brings it
+                # the meta refresh, not a script, brings it
+                page.wait_for_selector("#public", timeout=60_000)
                 assert page.inner_text("#status") == "scored"
                 score = float(page.inner_text("#public"))
                 page.screenshot(path=str(ARTIFACTS / "serve_2_scored.png"))
@@ -541,7 +575,8 @@ def test_scheduler(data, tmp_path):
     from clinseg.submissions import score
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     token = _add(db, "ada")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
         with live_server(tmp_path, "dsb2018", data.solution, db, scheduler=cluster.scheduler_address) as (url, proc):
             status, body = request(url, "/api/submissions", token, file=data.submission)
             assert status == 202
@@ -550,14 +585,17 @@ def test_scheduler(data, tmp_path):
     assert s["status"] == "scored" and s["public_score"] == score(data.solution, data.submission, "dsb2018").public
 
 
-# ---------------------------------------------------------------- the command line, as the README and the walkthrough type it
+# ---------------------------------------------------------------- the command line, as the README and the walkthrough
+# type it
 
 def test_command_line(data, tmp_path):
-    "`clinseg serve-admin` prints a token, `clinseg serve` starts the site, `clinseg submit --wait` prints the score; errors are one line"
+    ("`clinseg serve-admin` prints a token, `clinseg serve` starts the site, `clinseg submit --wait` prints the score; "
+     "errors are one line")
     exe = shutil.which("clinseg")
     assert exe, "the clinseg command is not installed (pip install -e .)"
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
-    run = lambda *a: subprocess.run([exe, *map(str, a)], capture_output=True, text=True, timeout=SAFETY, cwd=tmp_path)
+    def run(*a): return subprocess.run([exe, *map(str, a)], capture_output=True, text=True, timeout=SAFETY,
+                                       cwd=tmp_path)
     made = run("serve-admin", "add-user", "ada", "--db", db)
     assert made.returncode == 0 and made.stdout.count("\n") == 1 and "shown this once" in made.stderr, made.stderr
     token = made.stdout.strip()
@@ -570,11 +608,13 @@ def test_command_line(data, tmp_path):
         bad = run("submit", data.bad, "--server", url, "--token", token)
         assert bad.returncode == 1 and "invalid" in bad.stdout and "row 2: field ImageId" in bad.stderr
         nobody = run("submit", _big_file(tmp_path), "--server", url, "--token", "0000abcd.nope")
-        assert nobody.returncode == 1 and nobody.stderr == f"clinseg: error: {url}: 401: that token is not known here\n", nobody.stderr
+        assert (nobody.returncode == 1
+                and nobody.stderr == f"clinseg: error: {url}: 401: that token is not known here\n"), nobody.stderr
     finally: _stop(proc)
     assert "Traceback" not in log.read_text()
     with _closed_port() as closed:
-        gone = run("submit", data.submission, "--server", f"http://127.0.0.1:{closed.getsockname()[1]}", "--token", token)
+        gone = run("submit", data.submission, "--server", f"http://127.0.0.1:{closed.getsockname()[1]}", "--token",
+                   token)
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1 and "no answer" in gone.stderr, gone.stderr
 
 
@@ -609,7 +649,8 @@ def test_answer_read_after_broken_pipe(tmp_path):
             "Connection: close\r\n\r\n").encode()
     big, n = _big_file(tmp_path), 10
     with socket.socket() as srv:
-        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # the client cannot hand the whole file to the system
+        # the client cannot hand the whole file to the system
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         srv.bind(("127.0.0.1", 0))
         srv.listen(n)
         def serve():
@@ -627,7 +668,8 @@ def test_answer_read_after_broken_pipe(tmp_path):
 
 
 def test_no_user_path_reaches_the_disk(data, tmp_path):
-    "An upload named like a path (`../../x.csv`, an absolute path) is stored under a server-chosen name inside the uploads folder only"
+    ("An upload named like a path (`../../x.csv`, an absolute path) is stored under a server-chosen name inside the "
+     "uploads folder only")
     from clinseg.board import add_user, open_board
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path / "uploads")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from clinseg.competitions.dsb2018 import write_dsb, write_dsb_solution
-from clinseg.dsb_metric import synthetic_nuclei
+from clinseg.iou_sweep import synthetic_nuclei
 
 IMAGES = 800            # 100 batches of 8 images (the batch size of `clinseg.scoring._run_items`)
 PACE = 0.05             # seconds each batch waits: 100 batches on 2 processes take at least 2.5 s on any machine
@@ -54,6 +54,13 @@ def files(tmp_path_factory):
                 f.writelines(f"{copy:032x}{r[32:]}" for r in rows)
     (tmp / "paced_dsb.py").write_text(PACED_COMPETITION)
     return tmp
+
+
+def terminal_signals():
+    """In the child, before `clinseg` starts: Ctrl-C's default action, as a terminal's shell gives its jobs (a job
+    started in the background of a script inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def group_members(pgid):
@@ -99,7 +106,8 @@ def test_ctrl_c_during_parallel_score(files, request):
                    "--quiet", "--per-image", out]
         p = subprocess.Popen([sys.executable, "-m", "clinseg.cli", *command], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True)   # its own process group, as a shell job
+                             start_new_session=True,   # its own process group, as a shell job
+                             preexec_fn=terminal_signals)
         if wait_for_batches(p, log, k): os.killpg(p.pid, signal.SIGINT)   # as Ctrl-C: every process of the group
         try: stdout, stderr = p.communicate(timeout=SAFETY)
         except subprocess.TimeoutExpired:

@@ -61,7 +61,7 @@ def student_notebooks(slow):
 def test_student_notebooks_run(edition, request):
     env = {k: v for k, v in os.environ.items() if k not in ("CLINSEG_DATA", "CI")}   # a student's machine
     env["MPLBACKEND"] = "Agg"
-    run = lambda name: subprocess.run([sys.executable, "-c", RUN, str(edition / name)], cwd=ROOT, env=env,
+    def run(name): return subprocess.run([sys.executable, "-c", RUN, str(edition / name)], cwd=ROOT, env=env,
                                       capture_output=True, text=True, timeout=900)
     names = student_notebooks(request.config.getoption("--slow"))
     with ThreadPoolExecutor(2) as pool:   # two at a time, as the notebooks' own tests run

@@ -31,7 +31,8 @@ c.ContentsManager.pre_save_hook = clinseg_clean_on_save
 
 def main():
     if sys.prefix == sys.base_prefix:
-        sys.exit("install_hooks: run it inside the project's venv (. .venv/bin/activate), so only that environment changes")
+        sys.exit("install_hooks: run it inside the project's venv (. .venv/bin/activate), so only that environment "
+                 "changes")
     conf = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.py"
     text = conf.read_text(encoding="utf-8") if conf.exists() else ""
     if MARK in text: text = text[:text.index(MARK)].rstrip()

@@ -4,17 +4,16 @@
 
 # %% ../../nbs/competitions/airbus.ipynb #3dda263f
 from __future__ import annotations
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..rle import Convention, format_runs
 from ..instances import label_to_runs, connected_objects
-from ..dsb_metric import f2_image_score
+from ..iou_sweep import f2_image_score
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
-from ..submission import USAGES, Competition, Solution, SubmissionError, key_fields
-from ..scoring import new_file
+from ..competition import USAGES, Competition, Solution, SubmissionError, key_fields
+from ..files import new_file
 
 # %% auto #0
 __all__ = ['AIRBUS_SHAPE', 'AIRBUS_CONVENTION', 'COMPETITION', 'read_airbus_solution', 'write_airbus', 'write_airbus_solution',
@@ -46,9 +45,13 @@ def read_airbus_solution(source,     # `train_ship_segmentations_v2.csv` or a fi
                     if i != prev: contiguous = False
                     if present and usage[i] != u:
                         report.add(line, "Usage", f"image {i} is {usage[i]} in an earlier row, {u} here")
-                shapes.setdefault(i, comp.shape); usage.setdefault(i, u); prev = i
+                shapes.setdefault(i, comp.shape)
+                usage.setdefault(i, u)
+                prev = i
     if not report.ok: raise SubmissionError(report)
-    if not shapes: report.add(None, None, "the solution has no rows"); raise SubmissionError(report)
+    if not shapes:
+        report.add(None, None, "the solution has no rows")
+        raise SubmissionError(report)
     return Solution(comp, source, shapes, usage if present else None, contiguous)
 
 # %% ../../nbs/competitions/airbus.ipynb #c7582182
@@ -122,7 +125,8 @@ def _ship_scene(rng, ships):
     image = sea + rng.normal(0, 0.025, (h, w, 1)) + rng.normal(0, 0.01, (h, w, 3))
     for _ in range(20 * ships):                               # one step per attempted ship, never per pixel
         if labels.max() == ships: break
-        length = rng.uniform(14, 70); width = length * rng.uniform(0.15, 0.28)
+        length = rng.uniform(14, 70)
+        width = length * rng.uniform(0.15, 0.28)
         cy, cx, ang = rng.uniform(40, h - 40), rng.uniform(40, w - 40), rng.uniform(0, np.pi)
         e = int(length / 2) + 3
         yy, xx = np.mgrid[int(cy) - e:int(cy) + e + 1, int(cx) - e:int(cx) + e + 1]
@@ -173,7 +177,8 @@ def airbus_dataset(folder,        # where to write the layout
         image, labels = _ship_scene(rng, 0 if k % 3 == 1 else int(rng.integers(1, ships + 1)))
         i = hex_id("clinseg-airbus", seed, k, n=9) + ".jpg"
         write_image(root / f"{split}_v2" / i, np.round(image * 255).astype(np.uint8), quality=92)
-        truth[i] = labels; ids[split].append(i)
+        truth[i] = labels
+        ids[split].append(i)
     write_airbus_solution(root / "train_ship_segmentations_v2.csv", {i: truth[i] for i in ids["train"]}, overwrite=True)
     write_airbus_solution(root / "test_ship_segmentations_v2.csv", {i: truth[i] for i in ids["test"]},
                           {i: ("Public", "Private")[k % 2] for k, i in enumerate(ids["test"])}, overwrite=True)

@@ -4,25 +4,38 @@
 
 # %% ../../nbs/competitions/dsb2018.ipynb #cc8d43aa
 from __future__ import annotations
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..runs import mask_to_runs
 from ..objects import find_overlaps
-from ..dice import overlap_image
-from ..rle import encode, format_runs
+from ..dice_sets import overlap_image
+from ..rle import Convention, format_runs, register_convention
 from ..instances import iou_matrix, label_to_runs, connected_objects
-from ..dsb_metric import dsb_image_score, synthetic_nuclei
-from ..imageio import (DatasetError, ImageError, dataset_root, hex_id, need_file, read_image, split_samples,
+from ..iou_sweep import (SWEEP_THRESHOLDS, SweepImageScore, SweepScore, plot_sweep_threshold, sweep_image_score,
+                               sweep_score, sweep_threshold_explorer, synthetic_nuclei)
+from ..imageio import (DatasetError, dataset_root, hex_id, need_file, read_image, split_samples,
                              write_image)
-from ..submission import Competition
-from ..scoring import instance_items, new_file
+from ..competition import Competition
+from ..files import new_file
+from ..scoring import instance_items
 
 # %% auto #0
-__all__ = ['COMPETITION', 'DSBSample', 'read_dsb_sample', 'write_dsb_sample', 'DSBDataset', 'dsb_dataset', 'write_dsb',
-           'write_dsb_solution', 'otsu_threshold', 'dsb_baseline', 'dsb_match_scene', 'plot_dsb_match',
-           'dsb_match_explorer']
+__all__ = ['DSB2018_CONVENTION', 'DSB_THRESHOLDS', 'DSBImageScore', 'DSBScore', 'dsb_image_score', 'dsb_score',
+           'plot_dsb_threshold', 'dsb_threshold_explorer', 'COMPETITION', 'DSBSample', 'read_dsb_sample',
+           'write_dsb_sample', 'DSBDataset', 'dsb_dataset', 'write_dsb', 'write_dsb_solution', 'otsu_threshold',
+           'dsb_baseline', 'dsb_match_scene', 'plot_dsb_match', 'dsb_match_explorer']
+
+# %% ../../nbs/competitions/dsb2018.ipynb #28d7b055
+DSB2018_CONVENTION = register_convention(
+    Convention("dsb2018", "F", 1, empty="no row",
+               note="DSB 2018: column-major, 1-based, no row for an empty mask"))
+
+# %% ../../nbs/competitions/dsb2018.ipynb #00654c08
+DSB_THRESHOLDS = SWEEP_THRESHOLDS           # 0.50, 0.55, ..., 0.95 as exact fractions
+DSBImageScore, DSBScore = SweepImageScore, SweepScore
+dsb_image_score, dsb_score = sweep_image_score, sweep_score
+plot_dsb_threshold, dsb_threshold_explorer = plot_sweep_threshold, sweep_threshold_explorer
 
 # %% ../../nbs/competitions/dsb2018.ipynb #94ba4d35
 @dataclass(repr=False)
@@ -228,7 +241,8 @@ def otsu_threshold(values,       # grey values (any shape)
     if hi == lo: return lo
     counts, edges = np.histogram(v, bins, (lo, hi))
     centres = (edges[:-1] + edges[1:]) / 2
-    w0 = np.cumsum(counts, dtype=np.float64); n = w0[-1]
+    w0 = np.cumsum(counts, dtype=np.float64)
+    n = w0[-1]
     m0 = np.cumsum(counts * centres)
     with np.errstate(divide="ignore", invalid="ignore"):
         between = (m0[-1] * w0 / n - m0) ** 2 / (w0 * (n - w0))
@@ -271,10 +285,12 @@ def dsb_match_scene(x=34,           # column of the moved predicted nucleus's ce
     ("Two true nuclei; two predicted: the second a little off its nucleus, the first a disc at (`y`, `x`) that keeps "
      "the pixels it covers")
     yy, xx = np.ogrid[:shape[0], :shape[1]]
-    disc = lambda cy, cx, r: (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
+    def disc(cy, cx, r): return (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
     truth, pred = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
-    truth[disc(32, 30, 10)] = 1; truth[disc(32, 66, 9)] = 2
-    pred[disc(34, 68, 9)] = 2; pred[disc(y, x, radius)] = 1
+    truth[disc(32, 30, 10)] = 1
+    truth[disc(32, 66, 9)] = 2
+    pred[disc(34, 68, 9)] = 2
+    pred[disc(y, x, radius)] = 1
     return truth, pred
 
 # %% ../../nbs/competitions/dsb2018.ipynb #c6339569
@@ -293,7 +309,8 @@ def plot_dsb_match(truth,       # true instance label image (2-D)
         cy, cx = np.argwhere(pred == p).mean(0)
         ax.text(cx, cy, str(k + 1), ha="center", va="center", fontsize=8, fontweight="bold", bbox=box)
     ious = ";  ".join(f"{k + 1}: {iou[:, k].max():.2f}" for k in range(len(pids)))
-    ax.set_xticks([]); ax.set_yticks([])
+    ax.set_xticks([])
+    ax.set_yticks([])
     ax.set_xlabel(f"best IoU of each predicted nucleus   {ious}", fontsize=8)
     ax.set_title(title or "green: both, blue: truth only, orange: prediction only", fontsize=9)
     ax2.bar(r.thresholds, r.precision, width=0.035, color="0.6")
@@ -327,7 +344,8 @@ def dsb_match_explorer(shape=(64, 96), # (height, width) of the scene
         numbers.value = (f"moved nucleus: best IoU <b>{iou[:, 0].max():.3f}</b>; image score <b>{r.score:.3f}</b><br>"
                          f"<small>TP/FP/FN at t = {counts}</small>")
         fig = plot_dsb_match(truth, pred)
-        plt.show(); plt.close(fig)
+        plt.show()
+        plt.close(fig)
     out = w.interactive_output(draw, dict(x=x, y=y, radius=radius))
     # a narrow page wraps them, never overlaps
     controls = w.HBox([x, y, radius], layout=w.Layout(flex_flow="row wrap"))

@@ -4,24 +4,30 @@
 
 # %% ../../nbs/competitions/hubmap.ipynb #c6e466ca
 from __future__ import annotations
-import csv, math, re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..runs import mask_to_runs, merge_touching_runs, runs_to_mask
 from ..objects import Objects, runs_overlap
-from ..rle import format_runs
+from ..rle import Convention, format_runs, register_convention
 from ..many_rows import parse_many
 from ..dice import dice_from_counts
-from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image
+from ..imageio import dataset_root, hex_id, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
-from ..submission import Competition, Solution, SubmissionError
-from ..scoring import dice_items, new_file
+from ..competition import Competition, Solution, SubmissionError
+from ..files import new_file
+from ..scoring import dice_items
 
 # %% auto #0
-__all__ = ['HUBMAP_ID', 'HUBMAP_INFO', 'COMPETITION', 'runs_dice', 'read_hubmap_sizes', 'read_hubmap_solution', 'hubmap_truth',
-           'write_hubmap', 'write_hubmap_solution', 'faulty_rle_encode_less_memory', 'glomeruli_runs',
-           'random_glomeruli', 'synthetic_kidney_slide', 'HuBMAPDataset', 'hubmap_dataset', 'hubmap_baseline']
+__all__ = ['HUBMAP_CONVENTION', 'HUBMAP_ID', 'HUBMAP_INFO', 'COMPETITION', 'runs_dice', 'read_hubmap_sizes',
+           'read_hubmap_solution', 'hubmap_truth', 'write_hubmap', 'write_hubmap_solution',
+           'faulty_rle_encode_less_memory', 'glomeruli_runs', 'random_glomeruli', 'synthetic_kidney_slide',
+           'HuBMAPDataset', 'hubmap_dataset', 'hubmap_baseline']
+
+# %% ../../nbs/competitions/hubmap.ipynb #60f0d719
+HUBMAP_CONVENTION = register_convention(
+    Convention("hubmap", "F", 1,
+               note="HuBMAP Kidney 2020-21: column-major (text and code agree), 1-based, empty field"))
 
 # %% ../../nbs/competitions/hubmap.ipynb #3a864731
 def runs_dice(pred,       # (starts, lengths): the prediction's 0-based runs, int64
@@ -47,8 +53,11 @@ def read_hubmap_sizes(path) -> dict:
             for line, (name, w, h) in zip(lines, rows):
                 i = Path(name).stem
                 if not (w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
-                    report.add(line, "width_pixels/height_pixels", f"{w!r} x {h!r} is not an image size"); continue
-                if i in sizes: report.add(line, "image_file", f"{name} appears again"); continue
+                    report.add(line, "width_pixels/height_pixels", f"{w!r} x {h!r} is not an image size")
+                    continue
+                if i in sizes:
+                    report.add(line, "image_file", f"{name} appears again")
+                    continue
                 sizes[i] = (int(h), int(w))
     if not report.ok: raise SubmissionError(report)
     return sizes
@@ -128,11 +137,13 @@ def write_hubmap_solution(path, truth, usage=None, overwrite=False):
     if usage is not None: raise ValueError("train.csv has no Usage column: score with every slide")
     root = dataset_root(path)
     with new_file(root / "train.csv", overwrite) as f, new_file(root / HUBMAP_INFO, overwrite) as g:
-        f.write("id,encoding\n"); g.write("image_file,width_pixels,height_pixels\n")
+        f.write("id,encoding\n")
+        g.write("image_file,width_pixels,height_pixels\n")
         for i, t in truth.items():
             if isinstance(t, tuple): (s, l), shape = merge_touching_runs(*t[0]), tuple(t[1])
             else: (s, l), shape = _hubmap_runs(t, f"slide {i}")
-            f.write(f"{i},{format_runs(s, l, 'hubmap')}\n"); g.write(f"{i}.tiff,{shape[1]},{shape[0]}\n")
+            f.write(f"{i},{format_runs(s, l, 'hubmap')}\n")
+            g.write(f"{i}.tiff,{shape[1]},{shape[0]}\n")
     return root
 
 # %% ../../nbs/competitions/hubmap.ipynb #b8f4655f
@@ -140,7 +151,8 @@ def faulty_rle_encode_less_memory(img) -> str:
     ("TEACHING ONLY: the kernels' `rle_encode_less_memory`: column-major, 1-based, but the first and last pixel forced "
      "to 0")
     pixels = np.asarray(img).T.flatten()              # flatten copies: the caller's array is left alone
-    pixels[0] = 0; pixels[-1] = 0
+    pixels[0] = 0
+    pixels[-1] = 0
     runs = np.where(pixels[1:] != pixels[:-1])[0] + 2
     runs[1::2] -= runs[::2]
     return " ".join(str(x) for x in runs)

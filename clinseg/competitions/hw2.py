@@ -6,15 +6,39 @@
 from __future__ import annotations
 from pathlib import Path
 import numpy as np
-from ..rle import encode
+from ..rle import Convention, encode, register_convention
 from ..phantom import ct_phantom
 from ..ct import read_dicom_series
 from ..nifti import align_label, series_to_nifti_order
-from ..submission import Competition
-from ..scoring import dice_items, new_file
+from ..competition import Competition
+from ..files import new_file
+from ..scoring import dice_items
 
 # %% auto #0
-__all__ = ['COMPETITION', 'write_hw2', 'write_hw2_solution', 'ct_baseline', 'hw2_dataset']
+__all__ = ['HW2_CONVENTION', 'COMPETITION', 'faulty_hw2_sample_encode', 'write_hw2', 'write_hw2_solution', 'ct_baseline',
+           'hw2_dataset']
+
+# %% ../../nbs/competitions/hw2.ipynb #c90dbb0f
+HW2_CONVENTION = register_convention(
+    Convention("hw2", "C", 0, note="CT homework: NIfTI label array (i, j, k) in C order, 0-based, empty field"))
+
+# %% ../../nbs/competitions/hw2.ipynb #d73282a0
+def faulty_hw2_sample_encode(label) -> str:
+    ("TEACHING ONLY: the course's sample encoder (`retrieve_pred_str`), which always drops the last run: a run is "
+     "written at the next gap")
+    # foreground voxels in C order (a voxel counts when it equals 1)
+    idx = np.where(np.asarray(label).flatten() == 1)[0]
+    words = []
+    if idx.size > 0:
+        start = prev = int(idx[0])
+        count = 1
+        for i in idx[1:].tolist():
+            if i == prev + 1: count += 1
+            else:                                          # a gap: write the run just counted, start the next
+                words += [str(start), str(count)]
+                start, count = i, 1
+            prev = i
+    return " ".join(words)                                 # the run counted last is never written
 
 # %% ../../nbs/competitions/hw2.ipynb #7807cbe8
 def write_hw2(path, labels, value=None, overwrite=False):

@@ -7,17 +7,55 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..rle import decode, encode
-from ..dice import NEOPOLYP_CLASSES, dice, neopolyp_classes
+from ..rle import Convention, decode, encode, register_convention
+from ..dice import dice
 from ..imageio import DatasetError, dataset_root, hex_id, read_image, split_samples, write_image
-from ..submission import Competition
-from ..scoring import dice_items, new_file
+from ..competition import Competition
+from ..files import new_file
+from ..scoring import dice_items
 
 # %% auto #0
-__all__ = ['COMPETITION', 'neopolyp_mask_labels', 'read_neopolyp_image', 'read_neopolyp_mask', 'synthetic_polyp_image',
+__all__ = ['NEOPOLYP_CONVENTION', 'NEOPOLYP_CLASSES', 'COMPETITION', 'faulty_neopolyp_sample_decode', 'neopolyp_classes',
+           'neopolyp_mask_labels', 'read_neopolyp_image', 'read_neopolyp_mask', 'synthetic_polyp_image',
            'neopolyp_mask_rgb', 'NeoPolypDataset', 'neopolyp_dataset', 'resize_nearest', 'write_neopolyp',
            'write_neopolyp_solution', 'neopolyp_baseline', 'graded_labels', 'neopolyp_view', 'plot_neopolyp_view',
            'neopolyp_explorer']
+
+# %% ../../nbs/competitions/neopolyp.ipynb #e35fd326
+NEOPOLYP_CONVENTION = register_convention(
+    Convention("neopolyp", "C", 1,
+               note="BKAI NeoPolyp as graded: row-major (the text says column-major), 1-based, empty field"))
+
+# %% ../../nbs/competitions/neopolyp.ipynb #2c95df41
+def faulty_neopolyp_sample_decode(text, shape) -> np.ndarray:
+    ("TEACHING ONLY: NeoPolyp's sample decoder: reads 1-based pairs, then reshapes and transposes (a column-major "
+     "decoder)")
+    h, w = shape
+    flat = np.zeros(h * w, bool)
+    nums = [int(x) for x in text.split()]
+    for start, length in zip(nums[0::2], nums[1::2]): flat[start - 1:start - 1 + length] = True
+    return flat.reshape(shape).T
+
+# %% ../../nbs/competitions/neopolyp.ipynb #466a5a95
+NEOPOLYP_CLASSES = {0: 1, 1: 2}   # submission class k (Id `<image>_k`) -> label value in `neopolyp_classes`' output
+
+def neopolyp_classes(rgb,  # NeoPolyp mask as an (H, W, 3) RGB array (RGBA: the alpha is ignored); not OpenCV's BGR
+                     threshold=128,  # a channel counts as "on" above this value, which absorbs JPEG noise
+                     ) -> np.ndarray: # uint8 labels: 0 background, 1 neoplastic (red), 2 non-neoplastic (green)
+    "Class-label image of a NeoPolyp RGB mask: red -> 1, green -> 2, anything else (black, yellow, white) -> 0"
+    a = np.asarray(rgb)
+    if a.ndim != 3 or a.shape[-1] not in (3, 4):
+        raise ValueError(f"expected an (H, W, 3) RGB mask, got shape {a.shape}"
+                         + (": a 2-D array is already a label image or a grey mask" if a.ndim == 2 else ""))
+    if a.dtype.kind == "f" and threshold >= 1 and 0 < a[..., :3].max() <= 1:
+        raise ValueError(
+            f"this float mask holds values in [0, 1] (as plt.imread gives), so nothing is above threshold={threshold}: "
+            "pass threshold=0.5, or scale it to 0-255")
+    red, green = a[..., 0] > threshold, a[..., 1] > threshold
+    labels = np.zeros(a.shape[:2], np.uint8)
+    labels[red & ~green] = 1
+    labels[green & ~red] = 2
+    return labels
 
 # %% ../../nbs/competitions/neopolyp.ipynb #c3e4a642
 _CHANNEL_ORDERS = ("RGB", "BGR")
@@ -130,7 +168,8 @@ def neopolyp_dataset(folder,                # where to write the Kaggle layout
         write_image(root / f"{split}/{split}" / f"{i}.jpeg", img, quality=quality)
         if split == "train":
             write_image(root / "train_gt/train_gt" / f"{i}.jpeg", neopolyp_mask_rgb(lab), quality=quality)
-        truth[i] = lab; ids[split].append(i)
+        truth[i] = lab
+        ids[split].append(i)
     with open(root / "sample_submission.csv", "w", newline="") as f:
         f.write("Id,Expected\n" + "".join(f"{i}_{c},1 1\n" for i in ids["test"] for c in (0, 1)))
     return NeoPolypDataset(root, ids["train"], ids["test"], truth)
@@ -258,8 +297,10 @@ def plot_neopolyp_view(truth, graded, scores, axes=None, title=""):
     dices = ", ".join(f"_{k}: {d:.3f}" for k, d in scores.items())
     names = (f"{title}\ntruth as read" if title else "truth as read", f"prediction as graded\nDice {dices}")
     for ax, lab, name in zip(axes, (truth, graded), names):
-        ax.imshow(neopolyp_mask_rgb(lab), interpolation="nearest"); ax.set_title(name, fontsize=9)
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.imshow(neopolyp_mask_rgb(lab), interpolation="nearest")
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
     return axes
 
 # %% ../../nbs/competitions/neopolyp.ipynb #20ec9bf9
@@ -284,7 +325,9 @@ def neopolyp_explorer(mask,           # the truth as a colour mask array (H, W, 
             out.clear_output(wait=True)
             fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
             plot_neopolyp_view(truth, graded, scores, axes)
-            display(fig); plt.close(fig)
-    resize.observe(draw, "value"); threshold.observe(draw, "value")
+            display(fig)
+            plt.close(fig)
+    resize.observe(draw, "value")
+    threshold.observe(draw, "value")
     draw()
     return w.VBox([w.HBox([resize, threshold]), info, out])

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 from ..rle import Convention, format_runs
 from ..runs import mask_to_runs
-from ..dice import overlap_image
+from ..dice_sets import overlap_image
 from ..instances import Overlaps, label_to_runs, overlap_counts, connected_objects
-from ..dsb_metric import DSB_THRESHOLDS, DSBImageScore
+from ..iou_sweep import SWEEP_THRESHOLDS, SweepImageScore
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
-from ..submission import Competition, key_fields
+from ..competition import Competition, key_fields
 from ..groups import solution_truth
-from ..scoring import new_file
+from ..files import new_file
 
 # %% auto #0
 __all__ = ['SARTORIUS_SHAPE', 'SARTORIUS_CONVENTION', 'SARTORIUS_TEXT_CONVENTION', 'MATCHING', 'TRAIN_COLUMNS', 'COMPETITION',
@@ -57,7 +57,7 @@ def sartorius_textbook(truth,       # list of boolean masks of the true cells (t
 # %% ../../nbs/competitions/sartorius.ipynb #322b6a46
 def _fractions(thresholds):
     "IoU thresholds as exact fractions in [0.5, 1): the decimal each float was written as"
-    if thresholds is None: return DSB_THRESHOLDS
+    if thresholds is None: return SWEEP_THRESHOLDS
     out = tuple(t if isinstance(t, Fraction) else Fraction(repr(float(t))) for t in np.ravel(thresholds).tolist())
     if not out or any(not Fraction(1, 2) <= t < 1 for t in out):
         raise ValueError(f"thresholds must lie in [0.5, 1), got {[float(t) for t in out]}")
@@ -83,7 +83,7 @@ def sartorius_image_score(truth,           # true cells, maybe overlapping: labe
                           empty=1.0,       # score of an image with no true and no predicted cell (the text is silent)
                           matching="dsb",  # overlapping true cells: 'dsb' (the reference code) or 'one-to-one'
                           **kwargs,        # `order`, `shape`, `convention`, as in `overlap_counts`
-                         ) -> DSBImageScore:
+                         ) -> SweepImageScore:
     "Sartorius score of one image: mean over thresholds of TP/(TP+FP+FN), a match being IoU > t; true cells may overlap"
     if matching not in MATCHING: raise ValueError(f"matching must be one of {', '.join(MATCHING)}, not {matching!r}")
     kwargs.setdefault("convention", SARTORIUS_CONVENTION)
@@ -104,7 +104,7 @@ def sartorius_image_score(truth,           # true cells, maybe overlapping: labe
     precision = np.where(total > 0, tp / np.maximum(total, 1), float(empty))
     note = "" if n_true or n_pred else f"no true and no predicted cell: empty={empty}"
     ov = Overlaps(o.intersections.T, o.pred_areas, o.truth_areas, o.pred_ids, o.truth_ids)
-    return DSBImageScore(float(precision.mean()), np.array([float(t) for t in ts]), tp, fp, fn, precision, ov, note)
+    return SweepImageScore(float(precision.mean()), np.array([float(t) for t in ts]), tp, fp, fn, precision, ov, note)
 
 # %% ../../nbs/competitions/sartorius.ipynb #81c58399
 def sartorius_truth(sol, only=None):
@@ -202,8 +202,10 @@ def _cell_scene(rng, cell_type):
         inside = d2 <= 1
         if not inside.any() or (taken[y0:y1, x0:x1] > 0)[inside].mean() > 0.15:
             continue   # a small overlap is allowed, as in the labels
-        m = np.zeros(SARTORIUS_SHAPE, bool); m[y0:y1, x0:x1] = inside
-        masks.append(m); taken[m] += 1
+        m = np.zeros(SARTORIUS_SHAPE, bool)
+        m[y0:y1, x0:x1] = inside
+        masks.append(m)
+        taken[m] += 1
         image[y0:y1, x0:x1] += np.where(inside, -0.12 * (1 - 0.5 * d2), np.where(d2 <= 1.6, 0.14 * (1.6 - d2), 0))
     return np.clip(image, 0, 1), masks
 
@@ -320,7 +322,8 @@ def plot_sartorius_order(image,        # (520, 704) grey image
     r = sartorius_image_score(truth, read)
     fig, ax = (plt.subplots(figsize=(7, 5.4)) if ax is None else (ax.figure, ax))
     ov = overlap_image(read > 0, np.any(truth, 0) if len(truth) else np.zeros(read.shape, bool))
-    ax.imshow(image, cmap="gray"); ax.imshow(ov, alpha=0.45, interpolation="nearest")
+    ax.imshow(image, cmap="gray")
+    ax.imshow(ov, alpha=0.45, interpolation="nearest")
     ax.set_axis_off()
     ax.set_title("written "
                  f"{'row-major (as graded)' if convention.order == 'C' else 'column-major (as the text says)'}: "
@@ -346,6 +349,7 @@ def sartorius_order_explorer(image,   # (520, 704) grey image
         numbers.value = (f"{pred.max()} cells predicted, {len(truth)} true; image score <b>{r.score:.3f}</b>; "
                          f"TP/FP/FN at 0.5: {r.tp[0]}/{r.fp[0]}/{r.fn[0]}")
         fig = plot_sartorius_order(image, truth, pred, conv)
-        plt.show(); plt.close(fig)
+        plt.show()
+        plt.close(fig)
     out = w.interactive_output(draw, dict(order=order, contrast=contrast))
     return w.VBox([w.HBox([order, contrast]), numbers, out])

@@ -10,21 +10,28 @@ from pathlib import Path
 import numpy as np
 from ..runs import merge_touching_runs, runs_to_pixels
 from ..objects import Objects
-from ..rle import decode, encode, format_runs, get_convention
+from ..rle import Convention, decode, encode, get_convention, register_convention
 from ..many_rows import parse_many
 from ..dice import dice
 from dataclasses import replace
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, split_samples
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
-from ..submission import Competition, Solution, SubmissionError
-from ..scoring import dice_items, new_file
+from ..competition import Competition, Solution, SubmissionError
+from ..files import new_file
+from ..scoring import dice_items
 
 # %% auto #0
-__all__ = ['SIIM_SHAPE', 'SIIM_ID', 'COMPETITION', 'siim_uid', 'read_siim_labels', 'mask_centroids', 'anatomy_summary',
-           'siim_image_dice', 'union_objects', 'siim_items', 'faulty_siim_host_encode', 'synthetic_chest_xray',
-           'write_siim_dicom', 'read_siim_dicom', 'SIIMDataset', 'siim_dataset', 'write_siim_acr',
-           'write_siim_solution', 'siim_baseline', 'read_siim_solution', 'siim_truth', 'siim_competition', 'siim_view',
-           'plot_siim_view', 'siim_explorer']
+__all__ = ['SIIM_ACR_CONVENTION', 'SIIM_SHAPE', 'SIIM_ID', 'COMPETITION', 'siim_uid', 'read_siim_labels', 'mask_centroids',
+           'anatomy_summary', 'siim_image_dice', 'union_objects', 'siim_items', 'faulty_siim_host_encode',
+           'synthetic_chest_xray', 'write_siim_dicom', 'read_siim_dicom', 'SIIMDataset', 'siim_dataset',
+           'write_siim_acr', 'write_siim_solution', 'siim_baseline', 'read_siim_solution', 'siim_truth',
+           'siim_competition', 'siim_view', 'plot_siim_view', 'siim_explorer']
+
+# %% ../../nbs/competitions/siim_acr.ipynb #e1183620
+SIIM_ACR_CONVENTION = register_convention(
+    Convention("siim_acr", "F", 0, relative=True, empty_text="-1", leading_space=True,
+               note="SIIM-ACR Pneumothorax 2019: column-major, first start 0-based, later starts relative to the "
+                    "previous run's end, '-1' (or ' -1') for an empty mask"))
 
 # %% ../../nbs/competitions/siim_acr.ipynb #5f383cdb
 SIIM_SHAPE = (1024, 1024)
@@ -142,7 +149,7 @@ def faulty_siim_host_encode(img) -> str:
 def _lung_fields(n):
     "The two lung fields of an n×n image: the image's left one is the patient's right lung"
     yy, xx = np.mgrid[:n, :n].astype(np.float32) / n
-    dome = lambda cx: 0.80 - 0.05 * np.cos(np.clip((xx - cx) / 0.15, -1, 1) * np.pi / 2)
+    def dome(cx): return 0.80 - 0.05 * np.cos(np.clip((xx - cx) / 0.15, -1, 1) * np.pi / 2)
     return [(((xx - cx) / 0.155) ** 2 + ((yy - 0.50) / 0.37) ** 2 < 1) & (np.abs(xx - 0.5) > 0.075) & (yy < dome(cx))
             for cx in (0.31, 0.69)]
 
@@ -186,7 +193,8 @@ def write_siim_dicom(path, image, image_id, study, series, view="PA"):
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID = SecondaryCaptureImageStorage, image_id
     meta.TransferSyntaxUID = ExplicitVRLittleEndian
-    ds = Dataset(); ds.file_meta = meta
+    ds = Dataset()
+    ds.file_meta = meta
     ds.SOPClassUID, ds.SOPInstanceUID = SecondaryCaptureImageStorage, image_id
     ds.StudyInstanceUID, ds.SeriesInstanceUID = study, series
     ds.Modality, ds.BodyPartExamined, ds.ViewPosition, ds.PatientID = "CR", "CHEST", view, image_id.split(".")[-3]
@@ -245,7 +253,8 @@ def siim_dataset(folder,     # where to write the layout
         img, masks = synthetic_chest_xray(ptx, seed=seed * 1000 + k)
         i, study, series = (siim_uid(kind, seed, k) for kind in (4, 2, 3))
         paths[i] = write_siim_dicom(root / f"dicom-images-{split}" / study / series / f"{i}.dcm", img, i, study, series)
-        truth[i] = masks; ids[split].append(i)
+        truth[i] = masks
+        ids[split].append(i)
     write_siim_solution(root / "train-rle.csv", {i: truth[i] for i in ids["train"]}, overwrite=True)
     with open(root / "sample_submission.csv", "w", newline="") as f:
         f.write("ImageId,EncodedPixels\n" + "".join(f"{i},-1\n" for i in ids["test"]))
@@ -318,7 +327,7 @@ def siim_truth(sol, only=None):
         if only is not None and i not in only: continue
         rows = [r for r in rows if r[1].size]
         offsets = np.concatenate([[0], np.cumsum([r[1].size for r in rows])]).astype(np.int64)
-        cat = lambda k: np.concatenate([r[k] for r in rows]) if rows else np.zeros(0, np.int64)
+        def cat(k): return np.concatenate([r[k] for r in rows]) if rows else np.zeros(0, np.int64)
         yield i, Objects.from_offsets(cat(1), cat(2), offsets, [r[0] for r in rows], sol.competition.shape, "F")
 
 # %% ../../nbs/competitions/siim_acr.ipynb #3dddd562
@@ -370,7 +379,8 @@ def plot_siim_view(image, truth_masks, graded, score, ax=None, title=""):
             bbox=dict(boxstyle="round,pad=0.25", facecolor="white", alpha=0.85, linewidth=0))
     keys = [Line2D([], [], color="red", label="truth"), Line2D([], [], color="yellow", label="prediction as graded")]
     ax.legend(handles=keys, loc="lower center", fontsize=7, ncols=2, framealpha=0.8)
-    ax.set_xticks([]); ax.set_yticks([])
+    ax.set_xticks([])
+    ax.set_yticks([])
     return ax
 
 # %% ../../nbs/competitions/siim_acr.ipynb #edf7ab64
@@ -393,8 +403,10 @@ def siim_explorer(image, truth_masks):
             out.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=(5, 5))
             plot_siim_view(image, truth_masks, graded, score, ax)
-            display(fig); plt.close(fig)
-    dark.observe(draw, "value"); rowmajor.observe(draw, "value")
+            display(fig)
+            plt.close(fig)
+    dark.observe(draw, "value")
+    rowmajor.observe(draw, "value")
     draw()
     controls = w.HBox([dark, rowmajor], layout=w.Layout(flex_flow="row wrap", align_items="center"))
     return w.VBox([controls, info, out])

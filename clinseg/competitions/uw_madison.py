@@ -10,21 +10,26 @@ from pathlib import Path
 import numpy as np
 from ..runs import reorder_runs
 from ..objects import runs_overlap
-from ..rle import encode
+from ..rle import Convention, encode, register_convention
 from ..dice import dice_from_counts
 from ..surface import voxel_hausdorff
 from ..imageio import DatasetError, dataset_root, need_file, read_image, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name
-from ..submission import KEY_SEPARATOR, Competition, Solution, SubmissionError, key_of
+from ..competition import KEY_SEPARATOR, Competition, Solution, SubmissionError, key_of
 from ..groups import read_groups
-from ..scoring import Progress, SubmissionScore, Table, new_file
+from ..files import new_file
+from ..scoring import SubmissionScore, Table
 
 # %% auto #0
-__all__ = ['UW_CLASSES', 'UW_SLICE_MM', 'UW_ID', 'UW_SCAN', 'UW_LEVELS', 'UW_OPTIONS', 'UW_DEFAULTS', 'COMPETITION', 'UWScan',
-           'parse_uw_scan', 'parse_uw_id', 'uw_scans', 'read_uw_volume', 'synthetic_uw_case', 'UWDataset', 'uw_dataset',
-           'check_uw_rows', 'write_uw_madison', 'write_uw_solution', 'read_uw_solution', 'uw_solution_truth',
-           'uw_hausdorff', 'uw_metric', 'score_uw', 'uw_baseline', 'uw_case_scores', 'uw_slice_dice', 'plot_uw_slice',
-           'uw_slice_explorer']
+__all__ = ['UW_MADISON_CONVENTION', 'UW_CLASSES', 'UW_SLICE_MM', 'UW_ID', 'UW_SCAN', 'UW_LEVELS', 'UW_OPTIONS', 'UW_DEFAULTS',
+           'COMPETITION', 'UWScan', 'parse_uw_scan', 'parse_uw_id', 'uw_scans', 'read_uw_volume', 'synthetic_uw_case',
+           'UWDataset', 'uw_dataset', 'check_uw_rows', 'write_uw_madison', 'write_uw_solution', 'read_uw_solution',
+           'uw_solution_truth', 'uw_hausdorff', 'uw_metric', 'score_uw', 'uw_baseline', 'uw_case_scores',
+           'uw_slice_dice', 'plot_uw_slice', 'uw_slice_explorer']
+
+# %% ../../nbs/competitions/uw_madison.ipynb #bfc61151
+UW_MADISON_CONVENTION = register_convention(Convention("uw_madison", "C", 1,
+               note="UW-Madison GI Tract 2022 as graded: row-major (the text says column-major), 1-based, empty field"))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #3d298b29
 UW_CLASSES = ("large_bowel", "small_bowel", "stomach")   # the three rows of a slice, in train.csv's order
@@ -134,7 +139,7 @@ def synthetic_uw_case(shape=(24, 266, 266),    # (slices, rows, columns)
     rng = np.random.default_rng(seed)
     D, H, W = shape
     n = min(H * spacing[1], W * spacing[2])   # the field of view, mm
-    at = lambda z, y, x: (z * D, y * H, x * W)
+    def at(z, y, x): return (z * D, y * H, x * W)
     t = np.linspace(0, 1, 160)
     # the large bowel: round the abdomen, open at the bottom, along the stomach at the top
     ang = np.pi * (0.75 + 1.5 * t)
@@ -200,7 +205,8 @@ def uw_dataset(folder,                          # where to write `train/` and `t
                 truth[(i, cls)] = organs[cls][z]
                 lines.append(f"{i},{cls},{encode(organs[cls][z], 'uw_madison')}")
             ids.append(i)
-        case_days.append(cd); spacing[cd] = sp
+        case_days.append(cd)
+        spacing[cd] = sp
     (root / "train.csv").write_text("\n".join(lines) + "\n")
     return UWDataset(root, case_days, ids, truth, spacing)
 
@@ -261,10 +267,15 @@ def write_uw_solution(path, truth, usage=None, overwrite=False):
 def _uw_solution_row(line, i, c, report, keys, sizes, folder, comp):
     "One solution row: its id and class checked, its size from the scans"
     if not UW_ID.fullmatch(i):
-        report.add(line, "id", f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}"); return
-    if c not in UW_CLASSES: report.add(line, "class", f"class {c!r} is not one of {', '.join(UW_CLASSES)}"); return
+        report.add(line, "id", f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}")
+        return
+    if c not in UW_CLASSES:
+        report.add(line, "class", f"class {c!r} is not one of {', '.join(UW_CLASSES)}")
+        return
     k = key_of(comp, {"id": i, "class": c})
-    if k in keys: report.add(line, "id/class", f"({i}, {c}) appears twice in the solution"); return
+    if k in keys:
+        report.add(line, "id/class", f"({i}, {c}) appears twice in the solution")
+        return
     if i not in sizes:
         cd, n = parse_uw_id(i)
         report.add(line, "id", f"{i}: no scan {cd.split('_')[0]}/{cd}/scans/slice_{n:04d}_W_H_pxW_pxH.png in {folder}")
@@ -315,7 +326,9 @@ def read_uw_solution(source,       # the solution CSV (`id,class,segmentation`),
             for line, r in zip(lines, rows): _uw_solution_row(line, r[0], r[1], report, keys, sizes, folder, comp)
     _uw_complete(keys, report, comp)
     if not report.ok: raise SubmissionError(report)
-    if not keys: report.add(None, None, "the solution has no rows"); raise SubmissionError(report)
+    if not keys:
+        report.add(None, None, "the solution has no rows")
+        raise SubmissionError(report)
     return Solution(comp, csv_path, keys, None)
 
 # %% ../../nbs/competitions/uw_madison.ipynb #66b4fc3d
@@ -349,7 +362,7 @@ def uw_hausdorff(pred,                 # (slices, rows, columns) boolean volume 
 # %% ../../nbs/competitions/uw_madison.ipynb #9a4ccd74
 UW_OPTIONS = ("both_empty", "empty_truth", "normalise", "volume", "dice_unit")
 UW_DEFAULTS = dict(both_empty="skip", empty_truth=1.0, normalise="axes", volume="class", dice_unit="pair")
-_unit = lambda v: (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+def _unit(v): return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
                    and 0 <= v <= 1)
 
 def _uw_options(options) -> dict:
@@ -412,7 +425,7 @@ def uw_metric(truth,      # {(id, class): 2-D mask} or {id: (H, W, 3) mask}: eve
     for i, c in t:
         cd, n = parse_uw_id(i)
         vols.setdefault((cd, c if o["volume"] == "class" else "all"), {}).setdefault(n, []).append((i, c))
-    stack = lambda m, v: np.stack([np.logical_or.reduce([m[k] for k in v[n]]) for n in sorted(v)])
+    def stack(m, v): return np.stack([np.logical_or.reduce([m[k] for k in v[n]]) for n in sorted(v)])
     hds = [uw_hausdorff(stack(p, v), stack(t, v), o["normalise"], *_hd_empty(o)) for v in vols.values()]
     score, d, h = _uw_total(dices, hds, o)
     return {"score": score, "dice": d, "hausdorff": h}
@@ -430,7 +443,8 @@ def _volume(runs, slices, shape):
     s = np.concatenate([r[0] + z * size for r, z in parts] + [np.zeros(0, np.int64)])
     e = np.concatenate([r[0] + r[1] + z * size for r, z in parts] + [np.zeros(0, np.int64)])
     d = np.zeros(len(slices) * size + 1, np.int32)
-    np.add.at(d, s, 1); np.add.at(d, e, -1)
+    np.add.at(d, s, 1)
+    np.add.at(d, e, -1)
     return (np.cumsum(d[:-1]) > 0).reshape(len(slices), *shape)
 
 # %% ../../nbs/competitions/uw_madison.ipynb #a1563c2f
@@ -444,17 +458,16 @@ def _uw_volumes(keys, unit):
     return {v: [s[n] for n in sorted(s)] for v, s in vols.items()}
 
 # %% ../../nbs/competitions/uw_madison.ipynb #8d9dae5d
-def score_uw(comp, sol, submission, report, progress, options, reader) -> SubmissionScore:
-    ("UW-Madison's score of a submission: each pair's Dice from its runs, each volume's Hausdorff term from its "
-     "slices' runs, one volume at a time")
-    o, bar, pred = _uw_options(options), Progress(submission, progress), {}
-    try:
-        for g in read_groups(submission, comp, report, sol.shapes, sol.order, progress=bar, **reader):
-            if report.ok: pred[g.id] = _c_runs(g.objects)
-    finally: bar.close()
+def score_uw(reader, options) -> SubmissionScore:
+    ("UW-Madison's score of what a `SubmissionReader` reads: each pair's Dice from its runs, each volume's Hausdorff "
+     "term from its slices' runs, one volume at a time")
+    comp, sol, report = reader.comp, reader.sol, reader.report
+    o, pred = _uw_options(options), {}
+    for g in reader.groups():
+        if report.ok: pred[g.id] = _c_runs(g.objects)
     if not report.ok: raise SubmissionError(report)
     truth = {k: _c_runs(t) for k, t in uw_solution_truth(sol)}
-    shared = lambda p, t: int(runs_overlap(*p, *t)[2].sum())
+    def shared(p, t): return int(runs_overlap(*p, *t)[2].sum())
     dices = {k: _pair_dice(int(pred[k][1].sum()), int(truth[k][1].sum()), shared(pred[k], truth[k]), o)
              for k in sol.order}
     rows, hds = [], []
@@ -481,11 +494,13 @@ def uw_baseline(volume,          # (D, H, W) grey volume of one case and day
     lv = sorted((levels or UW_LEVELS).items(), key=lambda x: x[1])
     v = ndi.uniform_filter(np.asarray(volume, np.float32), size=(1, 5, 5))
     cuts = [(_BODY + lv[0][1]) / 2] + [(a[1] + b[1]) / 2 for a, b in zip(lv[:-1], lv[1:])] + [np.inf]
-    plane = np.zeros((3, 3, 3), bool); plane[1] = ndi.generate_binary_structure(2, 1)
+    plane = np.zeros((3, 3, 3), bool)
+    plane[1] = ndi.generate_binary_structure(2, 1)
     out = {}
     for (c, _), lo, hi in zip(lv, cuts[:-1], cuts[1:]):
         lab, n = ndi.label(ndi.binary_opening((v > lo) & (v <= hi), plane, iterations=2))
-        sizes = np.bincount(lab.ravel(), minlength=n + 1); sizes[0] = 0
+        sizes = np.bincount(lab.ravel(), minlength=n + 1)
+        sizes[0] = 0
         keep = sizes >= min_voxels if c == "small_bowel" else np.arange(n + 1) == np.argmax(sizes)
         out[c] = keep[lab] if n else np.zeros(lab.shape, bool)
     return {c: out[c] for c in UW_CLASSES}
@@ -521,7 +536,7 @@ def uw_case_scores(truth,      # {class: (D, H, W) mask}: one case and day's tru
                   ) -> dict:   # {class or 'all': `uw_metric`'s {score, dice, hausdorff}}
     "`uw_metric` of one case and day held as volumes: each class's volume alone, and all three ('all')"
     ids = [f"case0_day0_slice_{z + 1:04d}" for z in range(len(truth[UW_CLASSES[0]]))]
-    pairs = lambda m, cs: {(i, c): m[c][z] for z, i in enumerate(ids) for c in cs}
+    def pairs(m, cs): return {(i, c): m[c][z] for z, i in enumerate(ids) for c in cs}
     return {k: uw_metric(pairs(truth, cs), pairs(pred, cs), **options)
             for k, cs in [*((c, [c]) for c in UW_CLASSES), ("all", UW_CLASSES)]}
 
@@ -576,12 +591,14 @@ def uw_slice_explorer(volume,                  # (D, H, W) grey volume of one ca
         if stray: p["stomach"][z] |= blob
         s = cache.get(z if stray else None) or cache.setdefault(z if stray else None, uw_case_scores(truth, p))
         d = ", ".join(f"{c} {v:.3f}" for c, v in uw_slice_dice(truth, p, z).items())
-        cells = lambda v: "".join(f"<td>{v[m]:.4f}</td>" for m in ("dice", "hausdorff", "score"))
+        def cells(v): return "".join(f"<td>{v[m]:.4f}</td>" for m in ("dice", "hausdorff", "score"))
         rows = "".join(f"<tr><td>{k}</td>{cells(v)}</tr>" for k, v in s.items())
         numbers.value = (f"slice {z + 1}: Dice {d}<table><tr><th>volume</th><th>mean Dice</th><th>HD</th>"
                          f"<th>0.4 Dice + 0.6 (1 - HD)</th></tr>{rows}</table>")
-        fig, ax = plt.subplots(figsize=(6, 5.5)); plot_uw_slice(volume, truth, p, z, spacing, ax)
-        plt.show(); plt.close(fig)
+        fig, ax = plt.subplots(figsize=(6, 5.5))
+        plot_uw_slice(volume, truth, p, z, spacing, ax)
+        plt.show()
+        plt.close(fig)
     out = w.interactive_output(draw, dict(z=z, stray=stray))
     controls = w.HBox([z, stray], layout=w.Layout(flex_flow="row wrap", align_items="center"))
     return w.VBox([controls, numbers, out])

@@ -10,23 +10,64 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 import numpy as np
 from ..runs import as_shape, mask_size, mask_to_runs, merge_touching_runs, whole_number
-from ..rle import format_runs
+from ..rle import Convention, format_runs, register_convention
 from ..many_rows import parse_many
 from ..instances import label_to_runs
 from ..predictions import ImageTruth
-from ..ap import (WAD_BACKGROUND, WAD_CLASSES, WAD_FRAME, WAD_IGNORE, average_precision, read_wad_label,
-                        synthetic_scene, wad_truth)
+from ..ap import average_precision, label_truth, synthetic_scene
 from ..imageio import (DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples,
                              write_image)
-from ..submission import Competition, Solution, SubmissionError
-from ..groups import read_groups
-from ..scoring import Progress, SubmissionScore, Table, new_file
+from ..competition import Competition, Solution, SubmissionError
+from ..files import new_file
+from ..scoring import SubmissionScore, Table
 
 # %% auto #0
-__all__ = ['WAD_COLOURS', 'WAD_RUNS_COLUMNS', 'WAD_OPTIONS', 'COMPETITION', 'read_wad_frame', 'wad_frame_rgb', 'WADDataset',
-           'wad_dataset', 'check_wad_rows', 'read_wad_solution', 'wad_label_truth', 'wad_solution_truth',
-           'wad_runs_rows', 'write_wad_runs', 'score_wad', 'write_wad', 'write_wad_solution', 'plot_wad_score',
-           'wad_baseline', 'wad_competition', 'confidence_ranking', 'plot_ranking', 'ranking_explorer']
+__all__ = ['WAD2018_CONVENTION', 'WAD_CLASSES', 'WAD_LABEL_CLASSES', 'WAD_FRAME', 'WAD_BACKGROUND', 'WAD_IGNORE', 'WAD_GROUPS',
+           'WAD_COLOURS', 'WAD_RUNS_COLUMNS', 'WAD_OPTIONS', 'COMPETITION', 'wad_truth', 'read_wad_label',
+           'read_wad_frame', 'wad_frame_rgb', 'WADDataset', 'wad_dataset', 'check_wad_rows', 'read_wad_solution',
+           'wad_label_truth', 'wad_solution_truth', 'wad_runs_rows', 'write_wad_runs', 'score_wad', 'write_wad',
+           'write_wad_solution', 'plot_wad_score', 'wad_baseline', 'wad_competition', 'confidence_ranking',
+           'plot_ranking', 'ranking_explorer']
+
+# %% ../../nbs/competitions/wad2018.ipynb #1f4232f0
+WAD2018_CONVENTION = register_convention(Convention("wad2018", "C", 0, bar=True, empty="no row", merge_touching=True,
+               note="CVPR 2018 WAD: row-major, 0-based, `s l|` after every pair, no row for an empty mask"))
+
+# %% ../../nbs/competitions/wad2018.ipynb #86e34c88
+WAD_CLASSES = {33: "car", 34: "motorbicycle", 35: "bicycle", 36: "person", 38: "truck", 39: "bus", 40: "tricycle"}
+WAD_LABEL_CLASSES = {**WAD_CLASSES, 37: "rider"}   # rider appears in the labels but is not evaluated
+WAD_FRAME = (2710, 3384)                            # (height, width) of a WAD 2018 frame
+WAD_BACKGROUND, WAD_IGNORE = 255, 65535             # label values of the background and of the regions to ignore
+WAD_GROUPS = tuple(range(161, 169))                 # group classes: ignored like 65535 where they are labelled
+
+# %% ../../nbs/competitions/wad2018.ipynb #b2052696
+def wad_truth(label,        # WAD label image: 2-D integers (uint16 from the PNG)
+              what="label", # name used in error messages (e.g. the file)
+              order="C",    # pixel order of the runs
+              ) -> ImageTruth:
+    "True objects and ignore region of a WAD 2018 label image, each label value decoded explicitly"
+    return label_truth(label, WAD_BACKGROUND, WAD_IGNORE, WAD_GROUPS, what, order)
+
+# %% ../../nbs/competitions/wad2018.ipynb #92794d5e
+def read_wad_label(path, # a WAD 2018 `*_instanceIds.png`
+                   order="C", # pixel order of the runs
+                   ) -> ImageTruth:
+    "Read a 16-bit WAD 2018 label PNG into its true objects and ignore region"
+    from PIL import Image
+    try:
+        with Image.open(path) as im:
+            if im.mode not in ("I;16", "I;16B", "I;16L", "I"):
+                raise ValueError(
+                    f"{path}: mode {im.mode!r} is not a 16-bit label image (WAD labels are 16-bit PNGs, mode 'I;16')")
+            mask_size((im.height, im.width), str(path))   # the size its header declares, checked before decoding
+            a = np.array(im)
+    # missing, not an image, truncated, or declaring billions of pixels
+    except (OSError, SyntaxError, Image.DecompressionBombError) as e:
+        if isinstance(e, FileNotFoundError): raise
+        raise ValueError(f"{path}: cannot read it as a label image: {e}") from None
+    if a.dtype.kind not in "iu" or a.dtype.itemsize < 2:
+        raise ValueError(f"{path}: read as {a.dtype}, not 16-bit integers")
+    return wad_truth(a, what=str(path), order=order)
 
 # %% ../../nbs/competitions/wad2018.ipynb #200890b6
 WAD_COLOURS = {33: (200, 30, 30), 34: (230, 140, 20), 35: (40, 160, 60), 36: (240, 220, 40), 37: (120, 60, 160),
@@ -38,7 +79,8 @@ def read_wad_frame(path,           # a WAD colour frame (`train_color/<frame>.jp
                   ) -> np.ndarray: # (H, W, 3) uint8 RGB
     "Read a WAD 2018 colour frame as RGB, checking its size"
     mode, a = read_image(path, "a WAD colour frame")
-    if mode != "RGB" or a.ndim != 3: raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: WAD frames are RGB")
+    if mode != "RGB" or a.ndim != 3:
+        raise DatasetError(f"{path}: mode {mode!r}, shape {a.shape}: WAD frames are RGB")
     if shape is not None and a.shape[:2] != tuple(shape):
         raise DatasetError(f"{path}: frame is {a.shape[0]}×{a.shape[1]} (height×width), WAD frames are "
                            f"{shape[0]}×{shape[1]}")
@@ -147,13 +189,21 @@ def check_wad_rows(rows, lines, sums, sizes, ok, report) -> dict:
     for k, r in enumerate(rows):
         line = lines[k]
         try: labels[k] = _label_id(r[1])
-        except ValueError as e: report.add(line, "LabelId", str(e)); ok[k] = False
+        except ValueError as e:
+            report.add(line, "LabelId", str(e))
+            ok[k] = False
         try: confs[k] = _confidence(r[2])
-        except ValueError as e: report.add(line, "Confidence", str(e)); ok[k] = False
+        except ValueError as e:
+            report.add(line, "Confidence", str(e))
+            ok[k] = False
         try: pc = whole_number(r[3], "PixelCount")
-        except ValueError as e: report.add(line, "PixelCount", str(e)); ok[k] = False; continue
+        except ValueError as e:
+            report.add(line, "PixelCount", str(e))
+            ok[k] = False
+            continue
         if not 0 < pc < sizes[k]:
-            report.add(line, "PixelCount", f"PixelCount {pc} must be > 0 and < {sizes[k]} (H·W)"); ok[k] = False
+            report.add(line, "PixelCount", f"PixelCount {pc} must be > 0 and < {sizes[k]} (H·W)")
+            ok[k] = False
         elif sums[k] is not None and pc != sums[k]:
             report.add(line, "PixelCount", f"PixelCount {pc} is not the total of the run lengths, {sums[k]}")
             ok[k] = False
@@ -198,8 +248,12 @@ def _labels_on(executor, folder, ids, shapes, inflight=8):
     for i in ids:
         p = folder / f"{i}_instanceIds.png"
         pending.append((i, executor.submit(wad_label_truth, p, shapes[i], p.read_bytes())))
-        while len(pending) > inflight: j, fut = pending.popleft(); yield j, fut.result()
-    while pending: j, fut = pending.popleft(); yield j, fut.result()
+        while len(pending) > inflight:
+            j, fut = pending.popleft()
+            yield j, fut.result()
+    while pending:
+        j, fut = pending.popleft()
+        yield j, fut.result()
 
 
 # %% ../../nbs/competitions/wad2018.ipynb #fe574490
@@ -306,14 +360,15 @@ def _runs_frame_fields(path, rows, shape):
         except ValueError as e: raise ValueError(f"{path}: row {n}: field {e}") from None
     offsets, starts, lengths, errors = parse_many([r[3] for _, r in rows[1:]], "wad2018", shape)
     if errors:
-        k = min(errors); raise ValueError(f"{path}: row {rows[k + 1][0]}: field EncodedPixels: {errors[k]}")
+        k = min(errors)
+        raise ValueError(f"{path}: row {rows[k + 1][0]}: field EncodedPixels: {errors[k]}")
     return fields[:, 0], fields[:, 1], offsets, starts, lengths
 
 # %% ../../nbs/competitions/wad2018.ipynb #1d6deb18
 def _runs_frame_truth(path, i, rows, shape=WAD_FRAME) -> ImageTruth:
     "The `ImageTruth` of one frame's rows of a run-length solution file, every rule of the file checked"
     values, counts, offsets, starts, lengths = _runs_frame_fields(path, rows, shape)
-    at = lambda k, field, msg: ValueError(f"{path}: row {rows[k][0]}: field {field}: frame {i}: {msg}")
+    def at(k, field, msg): return ValueError(f"{path}: row {rows[k][0]}: field {field}: frame {i}: {msg}")
     if values[0] != WAD_BACKGROUND or rows[0][1][3]:
         raise at(0, "LabelValue", f"its first row is the background, 255 with no runs, not {values[0]}")
     cs = np.concatenate([[0], np.cumsum(lengths)])
@@ -356,18 +411,18 @@ def _class_rows(res):
     return rows
 
 # %% ../../nbs/competitions/wad2018.ipynb #622762ad
-def score_wad(comp, sol, submission, report, progress, options, reader, executor=None) -> SubmissionScore:
-    "WAD 2018 AP of a submission: every prediction's runs, then `average_precision` over the whole set"
-    bar, preds = Progress(submission, progress), []
-    try:
-        for g in read_groups(submission, comp, report, sol.shapes, None, progress=bar, **reader):
-            if report.ok:
-                preds += [(g.id, int(c), float(p), r)
-                          for r, c, p in zip(g.objects.as_list(), g.extra["labels"].tolist(),
-                                             g.extra["confidences"].tolist())]
-    finally: bar.close()
+def score_wad(reader, options) -> SubmissionScore:
+    ("WAD 2018 AP of what a `SubmissionReader` reads: every prediction's runs, then `average_precision` over the whole "
+     "set (the label images decoded on `reader.executor`, when there is one)")
+    comp, sol, report, preds = reader.comp, reader.sol, reader.report, []
+    for g in reader.groups():
+        if report.ok:
+            preds += [(g.id, int(c), float(p), r)
+                      for r, c, p in zip(g.objects.as_list(), g.extra["labels"].tolist(),
+                                         g.extra["confidences"].tolist())]
     if not report.ok: raise SubmissionError(report)
-    res = average_precision(dict(wad_solution_truth(sol, executor=executor)), preds, classes=WAD_CLASSES, **options)
+    res = average_precision(dict(wad_solution_truth(sol, executor=reader.executor)), preds, classes=WAD_CLASSES,
+                            **options)
     return SubmissionScore(comp.name, float(res.ap), None, None, Table(_class_rows(res)), report,
                            {**options, "images": len(sol)})
 
@@ -413,7 +468,8 @@ def write_wad_solution(path, truth, usage=None, overwrite=False):
     from PIL import Image
     if usage is not None:
         raise ValueError("a WAD solution folder has no Usage (the label images are the whole solution)")
-    folder = Path(path); folder.mkdir(parents=True, exist_ok=True)
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
     for i, lab in truth.items():
         p = folder / f"{i}_instanceIds.png"
         if p.exists() and not overwrite:
@@ -428,7 +484,8 @@ def plot_wad_score(result, axes):
     for r in t.rows:
         if r["AP"] is not None:
             axes[0].plot([float(c[3:]) for c in cols], [r[c] for c in cols], "o-", label=f"{r['LabelId']} {r['name']}")
-    axes[0].set(xlabel="IoU threshold", ylabel="AP", title="AP per class"); axes[0].legend(fontsize=7)
+    axes[0].set(xlabel="IoU threshold", ylabel="AP", title="AP per class")
+    axes[0].legend(fontsize=7)
     named = [r for r in t.rows if r["AP"] is not None]
     axes[1].barh([r["name"] for r in named], [r["AP"] for r in named], color="#4c72b0")
     axes[1].set(xlabel="AP (mean over thresholds)", title=f"score {result.score:.4f}")
@@ -521,7 +578,9 @@ def plot_ranking(rows,        # rows of `confidence_ranking`
     ax.barh(y, [r["confidence"] for r in rows], color=[_OUTCOME_COLOURS.get(r["outcome"], "0.6") for r in rows],
             edgecolor=["black" if r["prediction"] == pick else "none" for r in rows], linewidth=2)
     ax.set_yticks(y, [f"{r['rank']}: #{r['prediction']}, IoU {r['iou']:.2f}" for r in rows], fontsize=7)
-    ax.invert_yaxis(); ax.set_xlim(0, 1.02); ax.set_xlabel("confidence")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("confidence")
     if title: ax.set_title(title, fontsize=9)
     return ax
 
@@ -561,11 +620,13 @@ def ranking_explorer(truth,          # {frame: ImageTruth}
             out.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=(6, 0.25 * len(rows) + 1.2))
             plot_ranking(rows, ax, pick.value, f"{name}, IoU t = {thr.value:.2f}: AP {ap:.4f}")
-            display(fig); plt.close(fig)
+            display(fig)
+            plt.close(fig)
     def on_pick(change):
         if conf.value != conf0[pick.value]: conf.value = conf0[pick.value]   # redraws
         else: draw()
     pick.observe(on_pick, "value")
-    conf.observe(draw, "value"); thr.observe(draw, "value")
+    conf.observe(draw, "value")
+    thr.observe(draw, "value")
     draw()
     return w.VBox([w.HBox([pick, conf, thr]), info, out])

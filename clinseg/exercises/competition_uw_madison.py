@@ -23,7 +23,8 @@ _mistakes = {
         lambda: (_scan().shape, _swap(_scan().spacing)),
     "the shape and the spacing are both taken in the name's order, width first":
         lambda: (_scan().shape[::-1], _swap(_scan().spacing)),
-    "the spacing has three numbers: slices are 3 mm apart (`UW_SLICE_MM`)": lambda: (_scan().shape, _scan().spacing[1:])}
+    "the spacing has three numbers: slices are 3 mm apart (`UW_SLICE_MM`)":
+        lambda: (_scan().shape, _scan().spacing[1:])}
 
 ex1 = Exercise(lambda: (_scan().shape, _scan().spacing), _mistakes,
                hints=["width and height come first in the name, then the pixel width and height; the slice thickness "

@@ -6,10 +6,10 @@
 from __future__ import annotations
 import numpy as np
 from ..teaching import Exercise
-from ..dice import dice, iou, mask_counts, mean_dice
+from ..dice import dice, iou, mask_counts
 
 # %% auto #0
-__all__ = ['ex1', 'ex2', 'ex3']
+__all__ = ['ex1', 'ex2']
 
 # %% ../../nbs/exercises/dice.ipynb #9a122be0
 _pred = np.array([[1, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0]], bool)
@@ -36,21 +36,3 @@ ex2 = Exercise(lambda: iou(_pred, _truth),
                hints=["the union is every pixel that is in either mask, each counted once.",
                       "|X ∪ Y| = |X| + |Y| - |X∩Y|: count the 1s of both masks and take away the shared ones once."],
                given={"pred": _pred, "truth": _truth})
-
-# %% ../../nbs/exercises/dice.ipynb #5d347c0e
-_set = {"a": (np.array([[1, 1, 0], [0, 0, 0]]), np.array([[1, 0, 0], [0, 0, 0]])),
-        "b": (np.zeros((2, 3), int), np.zeros((2, 3), int)),
-        "c": (np.array([[0, 0, 1], [0, 0, 0]]), np.zeros((2, 3), int))}
-
-ex3 = Exercise(lambda: mean_dice(_set).mean,
-               {"image b was left out: two empty masks are a correct answer and score 1.0 here":
-                    lambda: mean_dice(_set, empty="skip").mean,
-                "two empty masks score 1.0 in these competitions, not 0": lambda: mean_dice(_set, empty=0).mean,
-                "that is MONAI's rule (images with an empty truth left out); the competitions score them":
-                    lambda: mean_dice(_set, empty_truth="ignore").mean,
-                "that is the pooled Dice (all pixels together); the competitions average the images' scores":
-                    lambda: mean_dice(_set).pooled},
-               hints=["score each image on its own (the empty-case table above), then average the three scores.",
-                      "image a is an ordinary Dice; b has two empty masks; c predicts a pixel where the truth is "
-                      "empty. The mean is over all three images."],
-               given={"images": _set})

@@ -16,15 +16,15 @@ __all__ = ['ex1', 'ex2', 'ex3']
 # %% ../../nbs/exercises/rle.ipynb #44d89e6d
 def _rows(text, shape, convention): return decode(text, shape, convention).astype(int).tolist()
 
-_dsb = get_convention("dsb2018")
+_col1 = get_convention("dsb2018")
 _text, _shape = "1 2 5 2", (3, 3)
-ex1 = Exercise(lambda: _rows(_text, _shape, _dsb),
+ex1 = Exercise(lambda: _rows(_text, _shape, _col1),
                {"the pixels are numbered row by row here (numpy's order); DSB 2018 numbers them down the columns":
-                    lambda: _rows(_text, _shape, replace(_dsb, order="C")),
+                    lambda: _rows(_text, _shape, replace(_col1, order="C")),
                 "the first pixel is numbered 0 here; DSB 2018 numbers it 1": lambda:
-                    _rows(_text, _shape, replace(_dsb, base=0)),
+                    _rows(_text, _shape, replace(_col1, base=0)),
                 "the pixels are numbered row by row and from 0 here; DSB 2018 numbers them down the columns, from 1":
-                    lambda: _rows(_text, _shape, replace(_dsb, order="C", base=0))},
+                    lambda: _rows(_text, _shape, replace(_col1, order="C", base=0))},
                hints=[
                    "number the pixels 1 to 9 down the columns, left column first; each pair is a first pixel and how "
                    "many pixels the run covers.",
@@ -53,7 +53,7 @@ ex2 = Exercise(_spotted,
 
 # %% ../../nbs/exercises/rle.ipynb #4ec184c5
 _mask3 = np.array([[0, 1, 0], [1, 1, 0], [0, 0, 1], [0, 0, 1]], bool)
-_siim = get_convention("siim_acr")
+_relative = get_convention("siim_acr")
 
 def _gaps_from_starts(m):
     "the gap measured from the previous run's start, not its end"
@@ -62,11 +62,11 @@ def _gaps_from_starts(m):
 
 ex3 = Exercise(lambda: encode(_mask3, "siim_acr"),
                {"these are absolute starts; SIIM-ACR writes each later start as the gap since the previous run ended":
-                    lambda: encode(_mask3, replace(_siim, relative=False)),
+                    lambda: encode(_mask3, replace(_relative, relative=False)),
                 "the pixels are numbered row by row here; SIIM-ACR numbers them down the columns":
-                    lambda: encode(_mask3, replace(_siim, order="C")),
+                    lambda: encode(_mask3, replace(_relative, order="C")),
                 "the first start counts from 1 here; SIIM-ACR's first number is a 0-based pixel index":
-                    lambda: encode(_mask3, replace(_siim, base=1)),
+                    lambda: encode(_mask3, replace(_relative, base=1)),
                 "each gap is measured from the previous run's start; SIIM-ACR measures it from the previous run's end":
                     lambda: _gaps_from_starts(_mask3)},
                hints=[

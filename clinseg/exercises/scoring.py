@@ -8,7 +8,7 @@ import io
 import numpy as np
 from ..teaching import Exercise
 from ..rle import Convention, encode
-from ..submission import Competition, read_csv_solution
+from ..competition import Competition, read_csv_solution
 from ..scoring import dice_items, score_file
 
 # %% auto #0

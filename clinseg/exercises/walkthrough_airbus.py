@@ -9,7 +9,7 @@ import numpy as np
 from ..teaching import Exercise
 from ..rle import encode
 from ..instances import iou_matrix
-from ..dsb_metric import f2_image_score
+from ..iou_sweep import f2_image_score
 from ..competitions.airbus import AIRBUS_CONVENTION
 
 # %% auto #0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 import numpy as np
 from ..teaching import Exercise
-from ..dsb_metric import dsb_image_score
+from ..competitions.dsb2018 import dsb_image_score
 from ..rle import encode, get_convention
 from ..runs import mask_to_runs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 import numpy as np
 from ..teaching import Exercise
-from ..ap import wad_truth, WAD_BACKGROUND, WAD_GROUPS, WAD_IGNORE
+from ..competitions.wad2018 import WAD_BACKGROUND, WAD_GROUPS, WAD_IGNORE, wad_truth
 from ..rle import encode, get_convention
 
 # %% auto #0

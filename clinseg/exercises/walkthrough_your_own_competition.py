@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 from ..teaching import Exercise
-from ..rle import Convention, decode, encode
+from ..rle import Convention, encode
 from ..runs import mask_to_runs
 
 # %% auto #0
