@@ -225,9 +225,23 @@ def _count_truth(truth, classes, area_range, min_region=0):
 # %% ../nbs/08_ap.ipynb #f29777ed
 CITYSCAPES_MIN_REGION_SIZE = 100   # cityscapesscripts' evalInstanceLevelSemanticLabeling.py: `args.minRegionSizes[0]`
 
-def _check_rules(mode, compare, ignore_overlap, thresholds, max_dets, area_range, min_region_size):
+@dataclass(frozen=True)
+class _Rules:
+    "The rules of `average_precision` as given (None: the mode's default)"
+    mode: str
+    compare: str
+    ignore_overlap: str | None
+    thresholds: object
+    max_dets: int | None
+    area_range: tuple | None
+    min_region_size: int | None
+
+def _check_rules(rules):
     ("The rules of `average_precision` checked, with the defaults of the mode: thresholds, ignore_overlap, area_range, "
      "min_region_size")
+    mode, compare, ignore_overlap = rules.mode, rules.compare, rules.ignore_overlap
+    thresholds, max_dets, area_range, min_region_size = (rules.thresholds, rules.max_dets, rules.area_range,
+                                                          rules.min_region_size)
     if mode not in ("coco101", "cityscapes"): raise ValueError(f"mode must be 'coco101' or 'cityscapes', not {mode!r}")
     if compare not in (">", ">="): raise ValueError(f"compare must be '>' or '>=', not {compare!r}")
     ignore_overlap = ignore_overlap or ("iou" if mode == "coco101" else "area")
@@ -280,8 +294,7 @@ def average_precision(truth,              # {image id: ImageTruth} (or a list), 
                       ) -> APResult:
     "Mean average precision over classes and IoU thresholds, with the curves and every match"
     thresholds, ignore_overlap, area_range, min_region = _check_rules(
-        mode, compare, ignore_overlap, thresholds, max_dets, area_range,
-        min_region_size)
+        _Rules(mode, compare, ignore_overlap, thresholds, max_dets, area_range, min_region_size))
     truth = _truth_dict(truth, order)
     images = image_order(truth)
     pr = (predictions if isinstance(predictions, Predictions)

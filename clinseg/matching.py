@@ -111,14 +111,25 @@ def _region_overlap(t, mine, pcls, inter, objs, small, ignore_iou):
                     safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
 
 # %% ../nbs/07_matching.ipynb #2fffaa69
+class _MatchRules(NamedTuple):
+    "What a matching evaluates and how: the classes, IoU thresholds, comparison, ignore-region measure, area range"
+    classes: np.ndarray          # evaluated classes, sorted
+    thresholds: np.ndarray       # IoU thresholds
+    strict: bool                 # True: a match needs IoU > t (WAD); False: IoU >= t (COCO)
+    ignore_iou: bool             # True: the ignore-region overlap is an IoU (WAD); False: a fraction of the prediction
+    area_range: tuple | None = None  # COCO's area range (min, max) in pixels; None: all
+    # true objects with fewer pixels are not counted and join the ignore region of their class (Cityscapes)
+    min_region: int = 0
+
 def _class_outcomes(sub,  # (p, g) IoU of the class's predictions (rank order) with its objects, the counted ones first
                     counted,   # (g,) True for the objects COCO counts (True first)
                     crowd,     # (g,) crowd regions: never used up
                     area_out,  # (p,) predictions whose area is outside the area range
                     region_ok, # (T, p) the ignore-region overlap passes the threshold
-                    thresholds, strict):
+                    rules,     # `_MatchRules`: the thresholds and the comparison
+                    ):
     "Outcomes (T, p) of one class's predictions in one image, and the counted object each took (-1: none)"
-    ok = _passes(sub, thresholds, strict)
+    ok = _passes(sub, rules.thresholds, rules.strict)
     first = _greedy(ok[:, :, counted], sub[:, counted], np.zeros(int(counted.sum()), bool))
     second = _greedy(ok[:, :, ~counted] & (first < 0)[:, :, None], sub[:, ~counted], crowd[~counted])
     out = np.full(first.shape, FP, np.int8)
@@ -133,12 +144,10 @@ def _class_outcomes(sub,  # (p, g) IoU of the class's predictions (rank order) w
 def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`, chapter 6b)
                     pr,         # `Predictions`
                     rows,       # indices of this image's evaluated predictions, in rank order
-                    classes,    # evaluated classes
-                    thresholds, strict, ignore_iou, area_range,
-                    # true objects with fewer pixels are not counted and join the ignore region of their class
-                    min_region=0,
+                    rules,      # `_MatchRules`
                     ):
     "Outcome, object taken and IoU of each prediction of one image at each threshold, and its ignore-region overlap"
+    classes, thresholds, strict, ignore_iou, area_range, min_region = rules
     T, n = len(thresholds), len(rows)
     outcome, taken, best_iou = np.full((T, n), FP, np.int8), np.full((T, n), -1, np.int64), np.zeros((T, n))
     mine, pcls = pr.select(rows), pr.cls[rows]
@@ -159,8 +168,7 @@ def _image_outcomes(t,          # the image's truth (the fields of `ImageTruth`,
         g, counted = np.concatenate([g[counted], g[~counted]]), np.sort(counted)[::-1]
         sub = iou[np.ix_(p, g)]
         outcome[:, p], first = _class_outcomes(sub, counted, crowd[g], area_out[p],
-                                               _passes(region[p], thresholds, strict),
-                                               thresholds, strict)
+                                               _passes(region[p], thresholds, strict), rules)
         cols, hit = np.flatnonzero(counted), first >= 0
         taken[:, p] = np.where(hit, objs[g[cols[np.maximum(first, 0)]]] if cols.size else -1, -1)
         if cols.size:
@@ -199,6 +207,7 @@ class _Line(NamedTuple):
     starts: np.ndarray
     lengths: np.ndarray
     obj: np.ndarray  # the runs, sorted by start, and the object of each
+    offset: np.ndarray  # each image's first pixel on the line
 
 # %% ../nbs/07_matching.ipynb #9c5f15be
 def _truth_line(per, offset, classes, min_region):
@@ -226,7 +235,7 @@ def _truth_line(per, offset, classes, min_region):
     tl, spare = np.take(tl, by, out=spare, mode="clip"), tl
     obj, spare = np.take(obj, by, out=spare, mode="clip"), obj
     ends = np.add(ts, tl, out=spare)
-    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj), bool((ts[1:] < ends[:-1]).any())
+    return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj, offset), bool((ts[1:] < ends[:-1]).any())
 
 # %% ../nbs/07_matching.ipynb #b17c761b
 def _ranges(lo, hi):
@@ -335,31 +344,38 @@ def _greedy_batch(ok, iou, counted, crowd, p, g, step, n_obj):
     return (hit, absorbed) if not amb.any() else _greedy_steps(ok, iou, counted, crowd, p, g, step, n_obj)
 
 # %% ../nbs/07_matching.ipynb #9a6d3cfb
-def _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou):
+class _Pairs(NamedTuple):
+    "The (prediction, object) pairs that meet: prediction as a position in `rows`, object on the line, pixels shared"
+    p: np.ndarray
+    g: np.ndarray
+    inter: np.ndarray
+
+def _region_all(per, pr, rows, line, pairs, rules):
     "Every evaluated prediction's overlap with its image's ignore region, grown by the small true objects of its class"
     n_ign = np.array([len(t.ignore[0]) for t in per], np.int64)
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
     shared = np.zeros(rows.size)
     if n_ign.any():
-        i, j, ov = runs_overlap(_line_starts(pr, offset), pr.objects.lengths,
-                                concat_arrays([t.ignore[0] for t in per]) + np.repeat(offset, n_ign),
+        i, j, ov = runs_overlap(_line_starts(pr, line.offset), pr.objects.lengths,
+                                concat_arrays([t.ignore[0] for t in per]) + np.repeat(line.offset, n_ign),
                                 concat_arrays([t.ignore[1] for t in per]))
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
     r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
     if line.small.any():  # add the small objects of each prediction's class
-        sp = line.small[g]
-        shared = shared + np.bincount(p[sp], inter[sp], minlength=rows.size)
-        by_class = np.zeros((len(per), len(classes)), np.int64)
-        np.add.at(by_class, (line.img[line.small], np.searchsorted(classes, line.cls[line.small])),
+        sp = line.small[pairs.g]
+        shared = shared + np.bincount(pairs.p[sp], pairs.inter[sp], minlength=rows.size)
+        by_class = np.zeros((len(per), len(rules.classes)), np.int64)
+        np.add.at(by_class, (line.img[line.small], np.searchsorted(rules.classes, line.cls[line.small])),
                   line.area[line.small])
-        r_area = r_area + by_class[pimg, np.searchsorted(classes, pcls)]
+        r_area = r_area + by_class[pimg, np.searchsorted(rules.classes, pcls)]
     return np.where(r_area > 0,
-                    safe_ratio(shared, parea + r_area - shared) if ignore_iou else safe_ratio(shared, parea), 0.)
+                    safe_ratio(shared, parea + r_area - shared) if rules.ignore_iou else safe_ratio(shared, parea), 0.)
 
 # %% ../nbs/07_matching.ipynb #330a33ec
-def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area_range, min_region=0):
+def _batch_outcomes(per, pr, rows, rules):
     ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
-     "images at once")
+     "images at once, under the `_MatchRules` `rules`")
+    classes, thresholds, strict, ignore_iou, area_range, min_region = rules
     n, fast = rows.size, numba_available()
     size = np.array([math.prod(t.shape) for t in per], np.int64)
     offset = np.cumsum(size) - size  # each image gets its own stretch of one long line
@@ -377,7 +393,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
     hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
                      _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
-    region = _region_all(per, pr, rows, offset, line, p, g, inter, classes, ignore_iou)
+    region = _region_all(per, pr, rows, line, _Pairs(p, g, inter), rules)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
@@ -391,9 +407,7 @@ def _batch_outcomes(per, pr, rows, classes, thresholds, strict, ignore_iou, area
         p_count = np.diff(np.append(p_first, n))
         for s in np.flatnonzero(p_count):
             at = slice(p_first[s], p_first[s] + p_count[s])
-            outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(
-                per[s], pr, rows[at], classes, thresholds,
-                strict, ignore_iou, area_range, min_region)
+            outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], rules)
     return outcome, taken, best_iou, region
 
 # %% ../nbs/07_matching.ipynb #8c5b8c99
@@ -415,8 +429,7 @@ def match_images(truths,      # each image's truth (the fields of `ImageTruth`, 
     iou, region = np.zeros((T, N)), np.zeros(N)
     rows = rank_order(pr, kept)                                              # by image, then rank in the image
     outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
-        truths, pr, rows, classes, thresholds, strict,
-        ignore_iou, area_range, min_region)
+        truths, pr, rows, _MatchRules(classes, thresholds, strict, ignore_iou, area_range, min_region))
     return outcome, taken, iou, region
 
 # %% ../nbs/07_matching.ipynb #fc854ce6

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 import numpy as np
 
 # %% auto #0
@@ -128,10 +129,18 @@ def _write_label(path, mask, lps_affine, layout):
 # %% ../nbs/09_phantom.ipynb #91e06d19
 _CT_IMAGE_STORAGE = "1.2.840.10008.5.1.4.1.1.2"   # the SOP class UID of CT Image Storage (DICOM PS3.4, B.5)
 
-def _slice_dataset(pixels, k, position, x_dir, y_dir, spacing, thickness, uids, info):
-    "One CT slice as a pydicom FileDataset"
+class _Grid(NamedTuple):
+    "The slices' grid: row and column directions (LPS unit vectors), shape and spacing"
+    x_dir: np.ndarray    # direction along a row (first half of ImageOrientationPatient)
+    y_dir: np.ndarray    # direction down a column (second half)
+    shape: tuple         # (slices, rows, columns)
+    spacing: np.ndarray  # (slice step, row, column) mm
+
+def _slice_dataset(pixels, k, position, grid, uids, info):
+    "One CT slice as a pydicom FileDataset; `info` holds the series' tag values (its `thickness`: SliceThickness)"
     from pydicom.dataset import FileDataset, FileMetaDataset
     from pydicom.uid import ExplicitVRLittleEndian, PYDICOM_IMPLEMENTATION_UID
+    x_dir, y_dir, spacing = grid.x_dir, grid.y_dir, grid.spacing
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID = _CT_IMAGE_STORAGE
     meta.MediaStorageSOPInstanceUID = uids["sop"][k]
@@ -151,7 +160,7 @@ def _slice_dataset(pixels, k, position, x_dir, y_dir, spacing, thickness, uids, 
     ds.ImagePositionPatient = [round(float(v), 4) for v in position]
     ds.ImageOrientationPatient = [round(float(v), 6) for v in (*x_dir, *y_dir)]
     ds.SliceLocation = round(float(position @ np.cross(x_dir, y_dir)), 4)
-    ds.SliceThickness = round(float(thickness), 4)
+    ds.SliceThickness = round(float(info["thickness"]), 4)
     # row spacing first, then column spacing
     ds.PixelSpacing = [round(float(spacing[1]), 6), round(float(spacing[2]), 6)]
     ds.KVP, ds.ConvolutionKernel = 120, "STANDARD"
@@ -204,10 +213,16 @@ def _series_uids(key, case_id, series_uid, n):
     return uids
 
 # %% ../nbs/09_phantom.ipynb #13a867c0
-def _slice_values(position, x_dir, y_dir, shape, spacing, body_centre, tumour_radius, noise, slope, intercept, rng):
-    ("One slice: stored values (12 bits, 0 outside the field of view), tumour mask, and the sum of the tumour's LPS "
-     "points")
-    _, rows, cols = shape
+class _Body(NamedTuple):
+    "The phantom's anatomy: where the body's centre is (LPS mm) and the tumour's radius (mm)"
+    centre: np.ndarray
+    tumour_radius: float
+
+def _slice_values(position, grid, body, noise, info, rng):
+    ("One slice: stored values (12 bits, 0 outside the field of view; `info`'s slope and intercept), tumour mask, "
+     "and the sum of the tumour's LPS points")
+    x_dir, y_dir, (_, rows, cols), spacing = grid
+    body_centre, tumour_radius, slope, intercept = body.centre, body.tumour_radius, info["slope"], info["intercept"]
     x, y, z = _slice_points(position, x_dir, y_dir, rows, cols, spacing)
     rel = (x - body_centre[0], y - body_centre[1], z - body_centre[2])
     hu = _anatomy(*rel, tumour_radius)
@@ -263,18 +278,18 @@ def ct_phantom(folder,                 # where to write: slices go to `folder/<c
     uids = _series_uids(key, case_id, series_uid, n)
     order_in_scan = np.arange(n) if feet_first else np.arange(n)[::-1]  # head first scans from the head down
     info = dict(name=f"Phantom^{case_id[:8]}", id=case_id, series_number=1 + int(seed) % 900, slope=slope,
-                intercept=intercept,
+                intercept=intercept, thickness=slice_thickness or spacing[0],
                 patient_position="FFS" if feet_first else "HFS", instance=(np.argsort(order_in_scan) + 1).tolist())
     dicom_dir = Path(folder) / case_id
     dicom_dir.mkdir(parents=True, exist_ok=True)
     prefix = hashlib.md5(f"{uids['series']}-{key}".encode()).hexdigest()[:6]  # distinct names for each call
     names = [f"IM{prefix}_{p:04d}.dcm" for p in rng.permutation(n) + 1]  # shuffled: name order is not position order
     mask, centroid_sum, files = np.zeros(shape, bool), np.zeros(3), []
+    grid, body = _Grid(x_dir, y_dir, shape, spacing), _Body(body_centre, tumour_radius)
     for k in range(n):
-        stored, mask[k], tumour_sum = _slice_values(positions[k], x_dir, y_dir, shape, spacing, body_centre,
-                                                    tumour_radius, noise, slope, intercept, rng)
+        stored, mask[k], tumour_sum = _slice_values(positions[k], grid, body, noise, info, rng)
         centroid_sum += tumour_sum
-        ds = _slice_dataset(stored, k, positions[k], x_dir, y_dir, spacing, slice_thickness or spacing[0], uids, info)
+        ds = _slice_dataset(stored, k, positions[k], grid, uids, info)
         if missing is not None and k == n // 2: _drop_tag(ds, missing)
         files.append(dicom_dir / names[k])
         ds.save_as(files[-1], enforce_file_format=True)

@@ -5,6 +5,7 @@
 # %% ../nbs/05_surface.ipynb #00000003
 from __future__ import annotations
 import functools, itertools, math
+from typing import NamedTuple
 import numpy as np
 from .dice import dice
 
@@ -146,11 +147,16 @@ def _empty_value(value, name, shape, s):
 
 
 # %% ../nbs/05_surface.ipynb #00000020
-def _scored(pred, truth, spacing, both_empty, one_empty, connectivity=1, surfels=False):
-    "(value of the pair's empty case or None, the surface distances [and areas])"
+class _EmptyValues(NamedTuple):
+    "What a pair scores when a mask is empty: `both` when both masks are, `one` when exactly one is"
+    both: object  # a number >= 0, inf, nan or 'diagonal'
+    one: object   # the same choices
+
+def _scored(pred, truth, spacing, empty, connectivity=1, surfels=False):
+    "(value of the pair's empty case (`empty`, an `_EmptyValues`) or None, the surface distances [and areas])"
     p, t = _pair(pred, truth)
     s = _spacing(spacing, p.ndim)
-    both, one = _empty_value(both_empty, "both_empty", p.shape, s), _empty_value(one_empty, "one_empty", p.shape, s)
+    both, one = _empty_value(empty.both, "both_empty", p.shape, s), _empty_value(empty.one, "one_empty", p.shape, s)
     _structure(p.ndim, connectivity)
     r = surfel_distances(p, t, s) if surfels else surface_distances(p, t, s, connectivity)
     if not len(r[0]) or not len(r[1]): return (both if not len(r[0]) and not len(r[1]) else one), r
@@ -167,7 +173,7 @@ def hausdorff(pred,                # prediction: boolean or 0/1 array, any numbe
              ) -> float:           # mm
     ("Hausdorff distance between the surfaces of two masks, in mm: the largest distance from a surface voxel to the "
      "other surface")
-    e, (d_pt, d_tp) = _scored(pred, truth, spacing, both_empty, one_empty, connectivity)
+    e, (d_pt, d_tp) = _scored(pred, truth, spacing, _EmptyValues(both_empty, one_empty), connectivity)
     if e is not None: return e
     return float(d_pt.max() if directed else max(d_pt.max(), d_tp.max()))
 
@@ -198,7 +204,7 @@ def hd95(pred,                # prediction: boolean or 0/1 array (2-D or 3-D for
     if method not in HD95_METHODS: raise ValueError(f"method must be one of {list(HD95_METHODS)}, not {method!r}")
     if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0 <= q <= 100:
         raise ValueError(f"q must be a percentile from 0 to 100, not {q!r}")
-    e, r = _scored(pred, truth, spacing, both_empty, one_empty, connectivity, surfels=method == "surfel")
+    e, r = _scored(pred, truth, spacing, _EmptyValues(both_empty, one_empty), connectivity, surfels=method == "surfel")
     if e is not None: return e
     if method == "pooled": return float(np.percentile(np.concatenate(r[:2]), q))
     if method == "max": return float(max(np.percentile(r[0], q), np.percentile(r[1], q)))
@@ -213,7 +219,7 @@ def assd(pred,                # prediction: boolean or 0/1 array, any number of 
          connectivity=1,      # surface neighbours: 1 (faces, medpy) to ndim
         ) -> float:           # mm
     "Average symmetric surface distance, in mm: the mean of both directions' distances pooled (medpy's assd)"
-    e, (d_pt, d_tp) = _scored(pred, truth, spacing, both_empty, one_empty, connectivity)
+    e, (d_pt, d_tp) = _scored(pred, truth, spacing, _EmptyValues(both_empty, one_empty), connectivity)
     if e is not None: return e
     return float(np.concatenate([d_pt, d_tp]).mean())
 
@@ -361,7 +367,7 @@ def surface_dice(pred,            # prediction: boolean or 0/1 array (2-D or 3-D
     if (isinstance(empty, (bool, np.bool_, str)) or not isinstance(empty, (int, float, np.integer, np.floating))
         or not (math.isnan(empty) or 0 <= empty <= 1)):
         raise ValueError(f"empty must be a number in [0, 1] or nan, not {empty!r}")
-    e, r = _scored(pred, truth, spacing, float(empty), 0.0, connectivity, surfels=method == "surfel")
+    e, r = _scored(pred, truth, spacing, _EmptyValues(float(empty), 0.0), connectivity, surfels=method == "surfel")
     if e is not None: return e
     d_pt, d_tp = r[:2]
     w_p, w_t = r[2:] if method == "surfel" else (np.ones(len(d_pt)), np.ones(len(d_tp)))

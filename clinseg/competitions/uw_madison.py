@@ -264,21 +264,32 @@ def write_uw_solution(path, truth, usage=None, overwrite=False):
         f.write("id,class,segmentation\n" + "".join(f"{i},{c},{r}\n" for i, c, r in rows))
 
 # %% ../../nbs/competitions/uw_madison.ipynb #477f02cf
-def _uw_solution_row(line, i, c, report, keys, sizes, folder, comp):
+@dataclass
+class _SolutionRead:
+    "A UW solution being read: its report, the sizes of the (id, class) keys so far, the scans' sizes and folder"
+    report: Report
+    keys: dict
+    sizes: dict
+    folder: Path
+    comp: Competition
+
+def _uw_solution_row(line, i, c, read):
     "One solution row: its id and class checked, its size from the scans"
+    report, keys, sizes = read.report, read.keys, read.sizes
     if not UW_ID.fullmatch(i):
         report.add(line, "id", f"{i!r} is not a UW id: expected case{{N}}_day{{M}}_slice_{{NNNN}}")
         return
     if c not in UW_CLASSES:
         report.add(line, "class", f"class {c!r} is not one of {', '.join(UW_CLASSES)}")
         return
-    k = key_of(comp, {"id": i, "class": c})
+    k = key_of(read.comp, {"id": i, "class": c})
     if k in keys:
         report.add(line, "id/class", f"({i}, {c}) appears twice in the solution")
         return
     if i not in sizes:
         cd, n = parse_uw_id(i)
-        report.add(line, "id", f"{i}: no scan {cd.split('_')[0]}/{cd}/scans/slice_{n:04d}_W_H_pxW_pxH.png in {folder}")
+        report.add(line, "id",
+                   f"{i}: no scan {cd.split('_')[0]}/{cd}/scans/slice_{n:04d}_W_H_pxW_pxH.png in {read.folder}")
         return
     keys[k] = sizes[i]
 
@@ -321,9 +332,10 @@ def read_uw_solution(source,       # the solution CSV (`id,class,segmentation`),
                                 "scans=")
     sizes = {i: s.shape for i, (_, s) in uw_scans(folder).items()}
     report, keys = Report(source_name(csv_path)), {}
+    read = _SolutionRead(report, keys, sizes, folder, comp)
     with CSVSource(csv_path) as f:
         for lines, rows, _ in csv_chunks(f, comp.solution_columns, report):
-            for line, r in zip(lines, rows): _uw_solution_row(line, r[0], r[1], report, keys, sizes, folder, comp)
+            for line, r in zip(lines, rows): _uw_solution_row(line, r[0], r[1], read)
     _uw_complete(keys, report, comp)
     if not report.ok: raise SubmissionError(report)
     if not keys:
