@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from .runs import first_not_whole, merge_touching_runs, runs_to_mask
+from .runs import concat_arrays, first_not_whole, merge_touching_runs, runs_to_mask
 from .instances import label_objects
 from .predictions import ImageTruth, Predictions, cap_detections, image_truth, read_predictions
 from .matching import FP, OUTCOMES, TP, match_images, safe_ratio
@@ -212,11 +212,10 @@ def _count_truth(truth, classes, area_range, min_region=0):
     ("Counted true objects of each class (not: crowd regions, objects under `min_region` pixels, objects outside the "
      "area range)")
     ts = list(truth.values())
-    def cat(xs, dt): return np.concatenate(xs).astype(dt, copy=False) if ts else np.zeros(0, dt)
-    cls = cat([t.classes for t in ts], np.int64)
-    counted = ~cat([t.crowd for t in ts], bool) & (cat([t.areas for t in ts], np.int64) >= min_region)
+    cls = concat_arrays([t.classes for t in ts])
+    counted = ~concat_arrays([t.crowd for t in ts], bool) & (concat_arrays([t.areas for t in ts]) >= min_region)
     if area_range is not None:
-        areas = cat([t.range_areas for t in ts], float)
+        areas = concat_arrays([t.range_areas for t in ts], float)
         counted &= (areas >= area_range[0]) & (areas <= area_range[1])
     ci = np.searchsorted(classes, cls)
     counted &= (ci < len(classes)) & (classes[np.minimum(ci, len(classes) - 1)] == cls) if len(classes) else False

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, re
 from dataclasses import replace
 import numpy as np
-from .runs import RLEError
+from .runs import RLEError, concat_arrays
 from .rle import RUN_NUMBER_LIMIT, clean_text, get_convention, parse_runs
 
 # %% auto #0
@@ -34,8 +34,7 @@ def _slow_rows(texts, c, shapes):
         lengths.append(l)
         counts.append(s.size)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    def cat(xs): return np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)
-    return offsets, cat(starts), cat(lengths), errors
+    return offsets, concat_arrays(starts), concat_arrays(lengths), errors
 
 # %% ../nbs/02a_many_rows.ipynb #7227f986
 # the bytes of many rows joined by newlines, and the characters allowed in them

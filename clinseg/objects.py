@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
 import numpy as np
 from .kernels import kernel, numba_available
 from .runs import (as_runs, as_shape, check_runs_fit, check_whole, concat_arrays, first_not_whole,
@@ -17,12 +16,6 @@ from .runs import (as_runs, as_shape, check_runs_fit, check_whole, concat_arrays
 __all__ = ['Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps', 'first_overlaps']
 
 # %% ../nbs/01a_objects.ipynb #fd28173f
-class _OffsetRuns(NamedTuple):
-    "The runs of many objects concatenated: starts, lengths, and where each object's runs begin (`offsets`, n + 1)"
-    starts: np.ndarray
-    lengths: np.ndarray
-    offsets: np.ndarray
-
 def _gather_runs(runs, what):
     "Concatenated int64 starts and lengths of a list of (starts, lengths), and the offsets of each object's runs"
     starts, lengths = [], []
@@ -42,7 +35,7 @@ def _gather_runs(runs, what):
         if first_not_whole(x) >= 0:
             k = int(np.searchsorted(offsets, first_not_whole(x), side="right")) - 1
             check_whole(starts[k], lengths[k], f"{what} {k}")
-    return _OffsetRuns(s.astype(np.int64, copy=False), l.astype(np.int64, copy=False), offsets)
+    return s.astype(np.int64, copy=False), l.astype(np.int64, copy=False), offsets
 
 # %% ../nbs/01a_objects.ipynb #ab382d01
 def _check_objects(starts, lengths, owner, size, what):
@@ -75,12 +68,6 @@ class Objects:
         n, r = len(self), self.starts.size
         shape = "" if self.shape is None else ", " + "x".join(map(str, self.shape))
         return f"Objects: {n} object{'s' * (n != 1)}, {r} run{'s' * (r != 1)}{shape}, order {self.order}"
-
-    @classmethod
-    def from_offsets(cls, starts, lengths, offsets, ids=None, shape=None, order="C", area=None) -> Objects:
-        ("Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1] (`area`: each object's pixels, "
-         "when the producer counted them)")
-        return _from_offsets(cls, _OffsetRuns(starts, lengths, offsets), ids, shape, order, area)
 
     @cached_property
     def areas(self) -> np.ndarray:
@@ -131,21 +118,24 @@ def _as_ids(ids, n):
     return ids
 
 # %% ../nbs/01a_objects.ipynb #79ff33e7
-def _from_offsets(cls, runs, ids=None, shape=None, order="C", area=None) -> Objects:
-    ("`Objects.from_offsets`: trusted `_OffsetRuns`, object k is runs offsets[k]:offsets[k + 1] (`area`: each "
-     "object's pixels, when the producer counted them)")
-    starts, lengths, offsets = runs.starts, runs.lengths, np.asarray(runs.offsets, np.int64)
+def _from_offsets(cls, starts, lengths, offsets, ids=None, shape=None, order="C", area=None) -> Objects:
+    ("Trusted runs grouped by object: object k is runs offsets[k]:offsets[k + 1] (`area`: each object's pixels, when "
+     "the producer counted them)")
+    offsets = np.asarray(offsets, np.int64)
     owner = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
     shape = as_shape(shape) if shape is not None else None
     if shape is not None: pixel_axes(order, len(shape))
     return cls(np.asarray(starts, np.int64), np.asarray(lengths, np.int64), owner, _as_ids(ids, offsets.size - 1),
                shape, order, area)
 
+Objects.from_offsets = classmethod(_from_offsets)
+
 # %% ../nbs/01a_objects.ipynb #29390af5
 def _from_runs(cls, runs, ids=None, shape=None, order="C", what="object") -> Objects:
     ("Objects from a list of (starts, lengths), checked: whole numbers, >= 0 and > 0, sorted and disjoint within an "
      "object, inside `shape`; errors name `{what} {k}`")
-    return _from_offsets(cls, _gather_runs(list(runs), what), ids, shape, order).check(None, what)
+    s, l, offsets = _gather_runs(list(runs), what)
+    return _from_offsets(cls, s, l, offsets, ids, shape, order).check(None, what)
 
 Objects.from_runs = classmethod(_from_runs)
 
@@ -159,8 +149,8 @@ def _from_masks(cls, masks, order="C") -> Objects:
         try: runs.append(mask_to_runs(m, order))
         except (TypeError, ValueError) as e: raise type(e)(f"mask {k}: {e}") from None
     offsets = np.concatenate([[0], np.cumsum([s.size for s, _ in runs], dtype=np.int64)])
-    grouped = _OffsetRuns(concat_arrays([s for s, _ in runs], None), concat_arrays([l for _, l in runs], None), offsets)
-    return _from_offsets(cls, grouped, None, np.shape(masks[0]) if masks else None, order)
+    return _from_offsets(cls, concat_arrays([s for s, _ in runs], None), concat_arrays([l for _, l in runs], None),
+                         offsets, None,                         np.shape(masks[0]) if masks else None, order)
 
 Objects.from_masks = classmethod(_from_masks)
 

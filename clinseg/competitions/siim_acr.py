@@ -8,7 +8,7 @@ import gzip, re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from ..runs import merge_touching_runs, runs_to_pixels
+from ..runs import concat_arrays, merge_touching_runs, runs_to_pixels
 from ..objects import Objects
 from ..rle import Convention, decode, encode, get_convention, register_convention
 from ..many_rows import parse_many
@@ -327,8 +327,8 @@ def siim_truth(sol, only=None):
         if only is not None and i not in only: continue
         rows = [r for r in rows if r[1].size]
         offsets = np.concatenate([[0], np.cumsum([r[1].size for r in rows])]).astype(np.int64)
-        def cat(k): return np.concatenate([r[k] for r in rows]) if rows else np.zeros(0, np.int64)
-        yield i, Objects.from_offsets(cat(1), cat(2), offsets, [r[0] for r in rows], sol.competition.shape, "F")
+        starts, lengths = (concat_arrays([r[k] for r in rows], None) for k in (1, 2))
+        yield i, Objects.from_offsets(starts, lengths, offsets, [r[0] for r in rows], sol.competition.shape, "F")
 
 # %% ../../nbs/competitions/siim_acr.ipynb #3dddd562
 def siim_competition(duplicates="error", # two rows for one image: 'error' (the text's rule) or 'union' [UNVERIFIED]
