@@ -77,7 +77,8 @@ def main(argv=None):
                     help="keep the temporary folder (data, database, uploads, server log)")
     a = ap.parse_args(argv)
     if a.quick: a.students, a.uploads = 5, 1
-    from clinseg.board import add_user, connect, SUBMISSIONS
+    from clinseg.accounts import add_user
+    from clinseg.database import SUBMISSIONS, connect
     from clinseg.serve import request
     import sqlalchemy as sa
     folder = Path(tempfile.mkdtemp(prefix="clinseg-bench-serve-"))

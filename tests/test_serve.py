@@ -235,7 +235,8 @@ def _closed_port():
 # ---------------------------------------------------------------- the API, in-process, on both databases
 
 def test_api(db, data, tmp_path):
-    from clinseg.board import add_user, open_board, parse_deadline
+    from clinseg.accounts import add_user
+    from clinseg.board import open_board, parse_deadline
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, db, tmp_path / "uploads", daily_limit=2)
     ada, bob = add_user(board.engine, "ada"), add_user(board.engine, "bob")
@@ -296,7 +297,8 @@ def test_api(db, data, tmp_path):
 def test_sessions_and_csrf(db, data, tmp_path):
     ("The browser's way: sign in with the form, a signed HttpOnly cookie; every POST with a cookie needs the "
      "form's CSRF token")
-    from clinseg.board import add_user, open_board
+    from clinseg.accounts import add_user
+    from clinseg.board import open_board
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, db, tmp_path / "uploads")
     ada, teacher = add_user(board.engine, "ada"), add_user(board.engine, "turing", "teacher")
@@ -355,7 +357,7 @@ def test_migrations_match_schema(db):
     "Alembic's `upgrade head` makes exactly the schema of `clinseg.board.METADATA`, on both databases"
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
-    from clinseg.board import METADATA, connect
+    from clinseg.database import METADATA, connect
     engine = connect(db)
     with engine.connect() as c: assert compare_metadata(MigrationContext.configure(c), METADATA) == []
     connect(db).dispose()     # a second start: nothing to do
@@ -365,7 +367,8 @@ def test_migrations_match_schema(db):
 # ---------------------------------------------------------------- live servers
 
 def _add(db, name, role="student"):
-    from clinseg.board import add_user, connect
+    from clinseg.accounts import add_user
+    from clinseg.database import connect
     engine = connect(db)
     try: return add_user(engine, name, role)
     finally: engine.dispose()
@@ -373,7 +376,7 @@ def _add(db, name, role="student"):
 
 def _rows(db):
     import sqlalchemy as sa
-    from clinseg.board import SUBMISSIONS, connect
+    from clinseg.database import SUBMISSIONS, connect
     engine = connect(db)
     try:
         with engine.connect() as c: return c.execute(sa.select(SUBMISSIONS).order_by(SUBMISSIONS.c.id)).all()
@@ -670,7 +673,8 @@ def test_answer_read_after_broken_pipe(tmp_path):
 def test_no_user_path_reaches_the_disk(data, tmp_path):
     ("An upload named like a path (`../../x.csv`, an absolute path) is stored under a server-chosen name inside the "
      "uploads folder only")
-    from clinseg.board import add_user, open_board
+    from clinseg.accounts import add_user
+    from clinseg.board import open_board
     from clinseg.pages import create_app
     board = open_board("dsb2018", data.solution, f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path / "uploads")
     token = add_user(board.engine, "ada")
