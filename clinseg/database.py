@@ -4,25 +4,38 @@
 
 # %% ../nbs/16a_database.ipynb #b05df8aa
 from __future__ import annotations
-import threading, weakref
+import json, os, socket, threading, time, weakref
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 import sqlalchemy as sa
 import clinseg.migrations
 
 # %% auto #0
-__all__ = ['METADATA', 'USERS', 'SUBMISSIONS', 'SETTINGS', 'STATUSES', 'MIGRATIONS', 'migrate', 'writing', 'connect', 'setting']
+__all__ = ['METADATA', 'TEAMS', 'USERS', 'SUBMISSIONS', 'SETTINGS', 'STATUSES', 'MIGRATIONS', 'migrate', 'writing', 'connect',
+           'setting', 'lease_owner', 'take_lease', 'release_lease', 'Lease']
 
 # %% ../nbs/16a_database.ipynb #fad45478
 METADATA = sa.MetaData()
 
+TEAMS = sa.Table("teams", METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(64), nullable=False, unique=True),
+    sa.Column("join_code", sa.String(32), nullable=False, unique=True),   # what a student gives to join the team
+    sa.Column("extension_days", sa.Float, nullable=False, server_default="0"),
+    sa.Column("created", sa.Float, nullable=False))
+
 USERS = sa.Table("users", METADATA,
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("name", sa.String(64), nullable=False, unique=True),
-    sa.Column("role", sa.String(16), nullable=False),                       # 'student' or 'teacher'
+    sa.Column("role", sa.String(16), nullable=False),                       # 'student', 'teacher' or 'baseline'
     sa.Column("token_prefix", sa.String(16), nullable=False, unique=True),  # the token's public part: the lookup key
     sa.Column("token_hash", sa.String(255), nullable=False),                # argon2 hash of the whole token
-    sa.Column("created", sa.Float, nullable=False))
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id", name="fk_users_team_id")),
+    sa.Column("display_name", sa.String(64)),                               # shown on the boards, if set
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("epoch", sa.Integer, nullable=False, server_default="0"),    # sessions of an older epoch are over
+    sa.Column("extension_days", sa.Float, nullable=False, server_default="0"))
 
 SUBMISSIONS = sa.Table("submissions", METADATA,
     sa.Column("id", sa.Integer, primary_key=True),
@@ -36,6 +49,9 @@ SUBMISSIONS = sa.Table("submissions", METADATA,
     sa.Column("public_score", sa.Float), sa.Column("private_score", sa.Float), sa.Column("score", sa.Float),
     sa.Column("attempts", sa.Integer, nullable=False),               # times a worker started scoring it
     sa.Column("scored", sa.Float), sa.Column("error", sa.Text),
+    sa.Column("selected", sa.Boolean, nullable=False, server_default=sa.false()),  # marked for the private board
+    sa.Column("late_days", sa.Integer, nullable=False, server_default="0"),        # days after the deadline
+    sa.Column("items", sa.Text),                       # JSON per-item scores: [[key, usage, score, category], ...]
     sa.Index("ix_submissions_user_created", "user_id", "created"), sa.Index("ix_submissions_status", "status"))
 
 SETTINGS = sa.Table("settings", METADATA,
@@ -99,3 +115,56 @@ def setting(engine, key, default=None):
             v = default()
             c.execute(SETTINGS.insert().values(key=key, value=v))
     return v
+
+# %% ../nbs/16a_database.ipynb #c304d3f2
+def lease_owner() -> str:
+    "Who this process is, as a lease names it: host and process id"
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+# %% ../nbs/16a_database.ipynb #2b382b36
+def take_lease(engine, owner: str, ttl: float = 30.0, now=None) -> dict | None:
+    "Take or renew the database's lease for `owner`: None if taken, else the holder's `{owner, expires}`"
+    now = time.time() if now is None else now
+    with writing(engine) as c:
+        row = c.execute(sa.select(SETTINGS.c.value).where(SETTINGS.c.key == "lease").with_for_update()).first()
+        held = json.loads(row.value) if row is not None else None
+        if held is not None and held["owner"] != owner and held["expires"] > now: return held
+        value = json.dumps(dict(owner=owner, expires=now + ttl))
+        if row is None: c.execute(SETTINGS.insert().values(key="lease", value=value))
+        else: c.execute(SETTINGS.update().where(SETTINGS.c.key == "lease").values(value=value))
+    return None
+
+# %% ../nbs/16a_database.ipynb #3bb57d52
+def release_lease(engine, owner: str):
+    "Give the lease back (only if `owner` holds it)"
+    with writing(engine) as c:
+        row = c.execute(sa.select(SETTINGS.c.value).where(SETTINGS.c.key == "lease").with_for_update()).first()
+        if row is not None and json.loads(row.value)["owner"] == owner:
+            c.execute(SETTINGS.delete().where(SETTINGS.c.key == "lease"))
+
+# %% ../nbs/16a_database.ipynb #d8ce670b
+class Lease:
+    "Hold the database's lease while running: renewed every ttl/3 seconds by a thread, given back at `stop()`"
+    def __init__(self, engine, ttl: float = 30.0, owner=None, on_lost=None):
+        self.engine, self.ttl, self.owner, self.on_lost = engine, ttl, owner or lease_owner(), on_lost
+        self.lost, self._stop, self._thread = threading.Event(), threading.Event(), None
+    def start(self):
+        "Take the lease (a `RuntimeError` naming the holder if another server has it), then keep it"
+        held = take_lease(self.engine, self.owner, self.ttl)
+        if held is not None:
+            until = time.strftime("%H:%M:%S UTC", time.gmtime(held["expires"]))
+            raise RuntimeError(f"another server ({held['owner']}) is running on this database "
+                               f"(its lease runs to {until}): stop it first")
+        self._thread = threading.Thread(target=self._beat, name="clinseg-lease", daemon=True)
+        self._thread.start()
+        return self
+    def _beat(self):
+        while not self._stop.wait(self.ttl / 3):
+            if take_lease(self.engine, self.owner, self.ttl) is not None:
+                self.lost.set()
+                if self.on_lost: self.on_lost()
+                return
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None: self._thread.join()
+        if not self.lost.is_set(): release_lease(self.engine, self.owner)
