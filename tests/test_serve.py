@@ -281,7 +281,7 @@ def test_api(db, data, tmp_path):
         # rescore and grades (teacher only)
         assert c.get("/teacher/grades.csv", headers=_bearer(ada)).status_code == 403
         grades = c.get("/teacher/grades.csv", headers=_bearer(teacher)).text.splitlines()
-        assert (grades[0].startswith("user,private_rank,private_score")
+        assert (grades[0].startswith("user,display_name,team,private_rank,private_score")
                 and [g.split(",")[0] for g in grades[1:]] == ["ada", "bob"])
     # after the deadline: the private board, private scores to the owner, uploads refused
     board.deadline = parse_deadline("2001-01-01T00:00:00+00:00")
