@@ -12,7 +12,7 @@ import clinseg.migrations
 
 # %% auto #0
 __all__ = ['METADATA', 'TEAMS', 'USERS', 'SUBMISSIONS', 'SETTINGS', 'STATUSES', 'MIGRATIONS', 'migrate', 'writing', 'connect',
-           'setting', 'lease_owner', 'take_lease', 'release_lease', 'Lease']
+           'setting', 'lease_owner', 'alive', 'take_lease', 'release_lease', 'Lease']
 
 # %% ../nbs/16a_database.ipynb #fad45478
 METADATA = sa.MetaData()
@@ -121,6 +121,16 @@ def lease_owner() -> str:
     "Who this process is, as a lease names it: host and process id"
     return f"{socket.gethostname()}:{os.getpid()}"
 
+# %% ../nbs/16a_database.ipynb #0df2d182
+def alive(owner: str) -> bool:
+    "Whether a lease's owner may still run: a process of another host, or a living one of this host"
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit(): return True
+    try: os.kill(int(pid), 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True   # alive, another user's
+    return True
+
 # %% ../nbs/16a_database.ipynb #2b382b36
 def take_lease(engine, owner: str, ttl: float = 30.0, now=None) -> dict | None:
     "Take or renew the database's lease for `owner`: None if taken, else the holder's `{owner, expires}`"
@@ -128,7 +138,7 @@ def take_lease(engine, owner: str, ttl: float = 30.0, now=None) -> dict | None:
     with writing(engine) as c:
         row = c.execute(sa.select(SETTINGS.c.value).where(SETTINGS.c.key == "lease").with_for_update()).first()
         held = json.loads(row.value) if row is not None else None
-        if held is not None and held["owner"] != owner and held["expires"] > now: return held
+        if held is not None and held["owner"] != owner and held["expires"] > now and alive(held["owner"]): return held
         value = json.dumps(dict(owner=owner, expires=now + ttl))
         if row is None: c.execute(SETTINGS.insert().values(key="lease", value=value))
         else: c.execute(SETTINGS.update().where(SETTINGS.c.key == "lease").values(value=value))

@@ -9,15 +9,21 @@ from pathlib import Path
 
 
 # %% auto #0
-__all__ = ['SERVE_HELP', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'listen', 'serve_command', 'admin_command',
-           'multipart_file', 'request', 'wait_for', 'submit_command', 'main']
+__all__ = ['SERVE_HELP', 'ADMIN_ACTIONS', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'listen', 'serve_command',
+           'admin_command', 'multipart_file', 'request', 'wait_for', 'submit_command', 'main']
 
 # %% ../nbs/16g_serve.ipynb #51e5390e
 def _a(*names, **kwargs): return names, kwargs
 
 SERVE_HELP = {"serve": "run the class leaderboard: upload, validate, score, public and private leaderboards",
-              "serve-admin": "make an account of the class leaderboard (prints its one-time token)",
+              "serve-admin": "accounts, teams, baselines and extensions of the class leaderboard",
               "submit": "upload a submission to a class leaderboard; prints its id (and, with --wait, its score)"}
+
+ADMIN_ACTIONS = {"add-user": "a student (prints the token, once)", "add-teacher": "a teacher (sees every submission)",
+                 "add-team": "a team, with --members", "add-baseline": "a marked row on the boards, from a file",
+                 "reset-token": "a new token (the old one and its sessions stop)",
+                 "disable": "the account's token and sessions stop", "enable": "undo disable",
+                 "extend": "more days for a student or a team"}
 
 SERVE_ARGUMENTS = {
     "serve": [_a("--competition", "-c", required=True, metavar="NAME_OR_FILE",
@@ -39,10 +45,33 @@ SERVE_ARGUMENTS = {
               _a("--uploads", metavar="DIR",
                  help="folder of the uploaded files (default: clinseg-board/uploads next to the solution)"),
               _a("--secure-cookie", action="store_true",
-                 help="mark the session cookie Secure (set it when the site is reached over https)")],
-    "serve-admin": [_a("action", choices=["add-user", "add-teacher"],
-                       help="add-user: a student; add-teacher: a teacher (sees every submission)"),
-                    _a("name", help="the account's name, shown on the leaderboard"),
+                 help="mark the session cookie Secure (set it when the site is reached over https)"),
+              _a("--select", type=int, default=2, metavar="N",
+                 help="submissions each team marks for the private board (default 2; unmarked: its best N public)"),
+              _a("--rule", choices=["selected", "best", "last"], default="selected",
+                 help="what the private board takes: the marked ones (default), the best public one, or the last"),
+              _a("--late-days", type=float, default=0, metavar="D",
+                 help="a late window of D days after the deadline (default 0: none)"),
+              _a("--late-penalty", type=float, default=0, metavar="P",
+                 help="the fraction of the score taken off per late day, e.g. 0.1 (default 0)"),
+              _a("--late-cap", type=float, default=1, metavar="C", help="at most this fraction in all (default 1)"),
+              _a("--invalid-limit", type=int, metavar="N",
+                 help="invalid uploads per student or team per UTC day (default 4 times the daily limit)"),
+              _a("--team-size", type=int, default=1, metavar="N",
+                 help="largest team students may form themselves (default 1: only the teacher makes teams)"),
+              _a("--merger-deadline", metavar="ISO-TIME", help="after it, no one joins a team"),
+              _a("--anonymous", action="store_true",
+                 help='show "Student 17" rather than account names on the boards (display names still show)'),
+              _a("--check-memory-mb", type=int, default=1024,
+                 help="memory one validation may use, in MB (default 1024)"),
+              _a("--check-seconds", type=float, default=60, help="CPU seconds one validation may take (default 60)")],
+    "serve-admin": [_a("action", choices=list(ADMIN_ACTIONS),
+                       help="; ".join(f"{k}: {v}" for k, v in ADMIN_ACTIONS.items())),
+                    _a("name", help="the account's (or the team's) name"),
+                    _a("value", nargs="?", help="add-baseline: the file; extend: the days"),
+                    _a("--members", metavar="A,B", help="add-team: the students in it, by account name"),
+                    _a("--display-name", metavar="TEXT", help="add-user, add-baseline: the name the boards show"),
+                    _a("--competition", "-c", metavar="NAME_OR_FILE", help="add-baseline: the server's competition"),
                     _a("--db", metavar="URL", help="the server's database URL"),
                     _a("--solution", "-s", help="or: the solution the server runs on (its default SQLite database)")],
     "submit": [_a("file", help="the submission CSV"),
@@ -67,18 +96,33 @@ def listen(host, port):
 
 
 # %% ../nbs/16g_serve.ipynb #b5a39ab5
+def _rules(args) -> dict:
+    "The board's rules from the command's arguments (an option left out: the board's default)"
+    names = dict(select="select", rule="rule", late_days="late_days", late_penalty="late_penalty", late_cap="late_cap",
+                 invalid_limit="invalid_limit", team_size="team_size", merger_deadline="merger_deadline",
+                 anonymous="anonymous", check_memory="check_memory_mb", check_seconds="check_seconds")
+    return {k: getattr(args, a) for k, a in names.items() if getattr(args, a, None) is not None}
+
 def serve_command(args) -> int:
-    "`clinseg serve`: open the board, start the scoring worker and the web server; returns at Ctrl-C"
+    "`clinseg serve`: open the board, take its lease, start the scoring worker and the web server; returns at Ctrl-C"
     import uvicorn
-    from clinseg.board import DAILY_LIMIT, open_board
+    from clinseg.board import DAILY_LIMIT, open_board, recover
+    from clinseg.database import Lease
     from clinseg.pages import create_app
     from clinseg.parallel import as_executor, dask_client
     if not 0 <= args.port < 65536: raise ServeError(f"--port {args.port}: a port is 1 to 65535 (0: a free one)")
     if args.max_upload_mb <= 0: raise ServeError(f"--max-upload-mb {args.max_upload_mb}: must be above 0")
     limit = DAILY_LIMIT if args.daily_limit is None else args.daily_limit
     board = open_board(args.competition, args.solution, args.db, getattr(args, "uploads", None), limit,
-                       args.deadline, processes=not args.scheduler)   # score in a child process, unless dask does it
+                       args.deadline, recover_queue=False, processes=not args.scheduler, checking=True, **_rules(args))
+    server = None
+    def lost():
+        print("clinseg serve: another server took this database: stopping", file=sys.stderr, flush=True)
+        if server is not None: server.should_exit = True
+    try: lease = Lease(board.engine, on_lost=lost).start()
+    except RuntimeError as e: raise ServeError(str(e)) from None
     def run():
+        nonlocal server
         app = create_app(board, args.max_upload_mb, getattr(args, "secure_cookie", False))
         sock = listen(args.host, args.port)
         host, port = f"[{args.host}]" if ":" in args.host else args.host, sock.getsockname()[1]
@@ -92,27 +136,55 @@ def serve_command(args) -> int:
         try: server.run(sockets=[sock])
         except KeyboardInterrupt: return   # Ctrl-C: uvicorn has stopped the server, then passed the signal on
         if not server.started: raise ServeError("the server did not start: see the messages above")
-    if args.scheduler:
-        with dask_client(args.scheduler) as client:
-            board.executor = as_executor(client)
-            run()
-    else: run()
+    try:
+        recover(board.engine)   # under the lease: no other server is scoring these
+        if args.scheduler:
+            with dask_client(args.scheduler) as client:
+                board.executor = as_executor(client)
+                run()
+        else: run()
+    finally: lease.stop()
     return 0
 
-
 # %% ../nbs/16g_serve.ipynb #5057651f
+def _admin_board(args):
+    from clinseg.board import open_board
+    if not (args.competition and args.solution):
+        raise ServeError("serve-admin add-baseline needs --competition and --solution (those of the server)")
+    return open_board(args.competition, args.solution, args.db, recover_queue=False)
+
 def admin_command(args) -> int:
-    "`clinseg serve-admin add-user|add-teacher NAME`: make the account, print its token (only now: kept as a hash)"
-    from clinseg.accounts import add_user
-    from clinseg.board import default_db
+    "`clinseg serve-admin ACTION NAME [VALUE]`: accounts, teams, baselines, extensions (tokens printed only now)"
+    from clinseg import accounts
+    from clinseg.board import default_db, extend
     from clinseg.database import connect
     db = args.db or (default_db(args.solution) if getattr(args, "solution", None) else None)
     if db is None:
         raise ServeError("serve-admin needs --db URL (or --solution PATH for the default SQLite database next to it)")
-    role = "teacher" if args.action == "add-teacher" else "student"
-    token = add_user(connect(db), args.name, role)
-    print(token)
-    print(f"clinseg: the token of {role} {args.name}, shown this once: give it to them privately", file=sys.stderr)
+    act, name, value = args.action, args.name, getattr(args, "value", None)
+    if act in ("add-baseline", "extend") and value is None: raise ServeError(f"serve-admin {act} {name}: and then?")
+    if act in ("add-user", "add-teacher", "reset-token"):
+        role = "teacher" if act == "add-teacher" else "student"
+        token = accounts.reset_token(connect(db), name) if act == "reset-token" else \
+            accounts.add_user(connect(db), name, role, getattr(args, "display_name", None))
+        print(token)
+        print(f"clinseg: the token of {name}, shown this once: give it to them privately", file=sys.stderr)
+    elif act in ("disable", "enable"):
+        accounts.disable(connect(db), name, act == "disable")
+        print(f"clinseg: {name} {act}d", file=sys.stderr)
+    elif act == "add-team":
+        members = [m.strip() for m in (getattr(args, "members", None) or "").split(",") if m.strip()]
+        print(accounts.add_team(connect(db), name, members))
+        print(f"clinseg: team {name!r} ({', '.join(members) or 'no members yet'}); its join code above",
+              file=sys.stderr)
+    elif act == "extend":
+        try: days = float(value)
+        except ValueError: raise ServeError(f"serve-admin extend {name} {value}: the days, a number") from None
+        print(f"clinseg: {extend(connect(db), name, days)} {name}: {days:g} days of extension", file=sys.stderr)
+    else:
+        from clinseg.standings import add_baseline
+        out = add_baseline(_admin_board(args), name, value, getattr(args, "display_name", None))
+        print(f"clinseg: baseline {name}: submission {out['id']} queued (the server scores it)", file=sys.stderr)
     return 0
 
 # %% ../nbs/16g_serve.ipynb #59409838
