@@ -686,3 +686,109 @@ def test_no_user_path_reaches_the_disk(data, tmp_path):
     assert len(stored) == 3 and all(re.fullmatch(r"[0-9a-f]{32}\.csv", n) for n in stored), stored
     assert not list(tmp_path.parent.glob("escaped*")) and not Path("/tmp/escaped-abs.csv").exists()
     board.engine.dispose()
+
+
+# ---------------------------------------------------------------- the board's defences (issue-found attacks, kept)
+
+HUNGRY_COMPETITION = '''"""DSB 2018 with a validator that costs what a file asks: 8 GB for a file naming HUNGRY, an exponential regular
+expression for one naming SPIN (a test of the checking process's memory and CPU-time caps)."""
+import re
+import clinseg.board
+from clinseg.competitions.dsb2018 import COMPETITION as DSB
+from dataclasses import replace
+
+_validate = clinseg.board.validate
+
+def costly(path, comp, sol):
+    head = open(path, "rb").read(4096)
+    if b"HUNGRY" in head: bytearray(8 << 30)
+    if b"SPIN" in head: re.fullmatch(r"(a+)+b", "a" * 64)
+    return _validate(path, comp, sol)
+
+clinseg.board.validate = costly   # what the checking process calls
+COMPETITION = replace(DSB, name="costly_dsb", title="Costly DSB")
+'''
+
+
+def _vm_rss(pid):
+    "Resident memory of a process now, in bytes (Linux)"
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"): return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_validation_is_capped(data, tmp_path):
+    ("Attack 1: a file whose check costs 8 GB, one whose check never ends, and 16,000 copies of one DSB row: each "
+     "answered 422 with one line, in a checking process; the server's own memory stays put; a good file still passes")
+    from clinseg.serve import request
+    comp = tmp_path / "costly_dsb.py"
+    comp.write_text(HUNGRY_COMPETITION)
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    token = _add(db, "ada")
+    rows = data.submission.read_text().splitlines()
+    files = {}
+    for name, text in (("hungry", rows[0] + "\nHUNGRY,1 1\n"), ("spin", rows[0] + "\nSPIN,1 1\n"),
+                       ("copies", rows[0] + "\n" + "\n".join([rows[1]] * 16000) + "\n")):
+        files[name] = tmp_path / f"{name}.csv"
+        files[name].write_text(text)
+    with live_server(tmp_path, comp, data.solution, db, check_memory_mb=512, check_seconds=2,
+                     daily_limit=10) as (url, proc):
+        before = _vm_rss(proc.pid)
+        hungry = request(url, "/api/submissions", token, file=files["hungry"])
+        spin = request(url, "/api/submissions", token, file=files["spin"])
+        copies = request(url, "/api/submissions", token, file=files["copies"])
+        good = request(url, "/api/submissions", token, file=data.submission)
+        after = _vm_rss(proc.pid)
+    assert hungry[0] == 422 and [p["message"] for p in hungry[1]["problems"]] == [
+        "the file needs more than 512 MB of memory to check"], hungry
+    assert spin[0] == 422 and "stopped: it took more than 2 s of CPU time" in spin[1]["problems"][0]["message"], spin
+    assert copies[0] == 422 and copies[1]["problems"][0]["row"] == 3, copies
+    assert good[0] == 202, good
+    assert after - before < 100 * 2**20, (before, after)   # the checks' memory was another process's
+    assert "Traceback" not in proc.log.read_text()
+
+
+def test_invalid_uploads_limited(db, data, tmp_path):
+    "Attack 3: invalid uploads have a limit of their own (4 times the daily one), answered 429; only their reports kept"
+    from clinseg.serve import request
+    token = _add(db, "ada")
+    with live_server(tmp_path, "dsb2018", data.solution, db, daily_limit=1) as (url, proc):
+        answers = [request(url, "/api/submissions", token, file=data.bad)[0] for _ in range(5)]
+        assert request(url, "/api/submissions", token, file=data.submission)[0] == 202   # valid ones still count apart
+    assert answers == [422] * 4 + [429], answers
+    assert len(list((tmp_path / "uploads").iterdir())) == 1                          # the valid file only
+    assert [r.status for r in _rows(db)].count("invalid") == 4
+
+
+def test_one_server_per_database(data, tmp_path):
+    "Attack 6: a second server on the same database refuses to start, in one line; it starts once the first stops"
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    code = ("import sys; from argparse import Namespace; from clinseg.serve import main; "
+            f"sys.exit(main(['serve', '-c', 'dsb2018', '-s', {str(data.solution)!r}, '--db', {db!r}, '--port', '0']))")
+    with live_server(tmp_path, "dsb2018", data.solution, db):
+        second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=SAFETY)
+    assert second.returncode != 0 and "another server" in second.stderr and "Traceback" not in second.stderr, second
+    assert second.stderr.strip().count("\n") == 0, second.stderr
+    with live_server(tmp_path, "dsb2018", data.solution, db): pass
+
+
+def test_tokens_reset_and_disabled(data, tmp_path):
+    ("Attack 5: `serve-admin reset-token` and `disable` stop a token at once, on a running server (no cache outlives "
+     "them); `enable` brings the account back")
+    from clinseg.serve import request
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    old = _add(db, "ada")
+    def admin(*a):
+        r = subprocess.run([sys.executable, "-m", "clinseg.serve", "serve-admin", *a, "--db", db], capture_output=True,
+                           text=True, timeout=SAFETY)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+    with live_server(tmp_path, "dsb2018", data.solution, db) as (url, proc):
+        assert request(url, "/api/submissions", old)[0] == 200
+        new = admin("reset-token", "ada")
+        assert request(url, "/api/submissions", old)[0] == 401
+        assert request(url, "/api/submissions", new)[0] == 200
+        admin("disable", "ada")
+        assert request(url, "/api/submissions", new)[0] == 401
+        admin("enable", "ada")
+        assert request(url, "/api/submissions", new)[0] == 200
