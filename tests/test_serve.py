@@ -792,3 +792,58 @@ def test_tokens_reset_and_disabled(data, tmp_path):
         assert request(url, "/api/submissions", new)[0] == 401
         admin("enable", "ada")
         assert request(url, "/api/submissions", new)[0] == 200
+
+
+def _open_fds(pid): return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _fd_kinds(pid):
+    "What a process's open files are, counted by kind (for a failure's message)"
+    kinds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try: k = re.sub(r"\[\d+\]|-\d+", "", os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError: continue
+        kinds[k] = kinds.get(k, 0) + 1
+    return kinds
+
+
+@pytest.mark.slow
+def test_load_50_students(data, tmp_path):
+    ("50 students at once, 3 uploads each (one invalid among them), three times: every answer right, every valid file "
+     "scored once; after the first rounds the server's open files stay where they were")
+    from clinseg.serve import request
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    tokens = [_add(db, f"s{k:02d}") for k in range(50)]
+    with live_server(tmp_path, "dsb2018", data.solution, db, daily_limit=10) as (url, proc):
+        def round_of(files):
+            barrier, out, lock = threading.Barrier(50), [], threading.Lock()
+            def student(token, k):
+                barrier.wait()
+                for f in files(k):
+                    status = request(url, "/api/submissions", token, file=f, timeout=SAFETY)[0]
+                    with lock: out.append(status)
+            threads = [threading.Thread(target=student, args=(t, k)) for k, t in enumerate(tokens)]
+            for t in threads: t.start()
+            for t in threads: t.join(SAFETY)
+            _wait_queue_empty(db)
+            return sorted(out)
+        load = lambda k: (data.submission, data.bad if k % 5 == 0 else data.worse, data.worse)  # noqa: E731
+        for n in range(3):
+            assert round_of(load) == sorted([202] * 140 + [422] * 10), n
+            if n == 1: fds = _open_fds(proc.pid)                # after a first round: pools and connections made
+        assert _open_fds(proc.pid) <= fds + 2, (fds, _open_fds(proc.pid), _fd_kinds(proc.pid))
+    rows = _rows(db)
+    assert len(rows) == 450 and all(r.status == "scored" and r.attempts == 1 for r in rows if r.status != "invalid")
+
+
+def _wait_queue_empty(db):
+    import sqlalchemy as sa
+    engine, end = sa.create_engine(db), time.monotonic() + SAFETY
+    try:
+        while time.monotonic() < end:
+            with engine.connect() as c:
+                if not c.scalar(sa.text("SELECT count(*) FROM submissions WHERE status IN ('queued', 'scoring')")):
+                    return
+            time.sleep(0.2)
+        raise AssertionError("the queue did not empty")
+    finally: engine.dispose()
