@@ -4,9 +4,9 @@
     python tools/soak_serve.py --uploads 200         # bounded by count instead
 
 The server runs on 127.0.0.1 (a free port) on the DSB 2018 demo's data, in a temporary folder removed at the end.
-Four clients upload in turn at a steady rate (valid files, every fifth one invalid) as 20 students; each sample line gives the
-uploads so far and the server's resident memory and open file descriptors (its own process; its checking and
-scoring processes are separate). The last line compares the first sample after warm-up with the last.
+Four clients upload in turn at a steady rate (valid files, every fifth one invalid) as 20 students; each sample
+line gives the uploads so far and the server's resident memory and open file descriptors (its own process; its
+checking and scoring processes are separate). The last line compares the first sample after warm-up with the last.
 """
 import argparse, os, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from pathlib import Path
