@@ -692,8 +692,8 @@ def test_no_user_path_reaches_the_disk(data, tmp_path):
 
 # ---------------------------------------------------------------- the board's defences (issue-found attacks, kept)
 
-HUNGRY_COMPETITION = '''"""DSB 2018 with a validator that costs what a file asks: 8 GB for a file naming HUNGRY, an exponential regular
-expression for one naming SPIN (a test of the checking process's memory and CPU-time caps)."""
+HUNGRY_COMPETITION = '''"""DSB 2018 with a validator that costs what a file asks: 8 GB for a file naming HUNGRY, an
+exponential regular expression for one naming SPIN (a test of the checking process's memory and CPU-time caps)."""
 import re
 import clinseg.board
 from clinseg.competitions.dsb2018 import COMPETITION as DSB
