@@ -12,7 +12,7 @@ from .database import TEAMS, USERS, writing
 # %% auto #0
 __all__ = ['ROLES', 'ID_MAX', 'hasher', 'new_token', 'BoardError', 'add_user', 'User', 'user_by_id', 'authenticate',
            'session_user', 'end_sessions', 'reset_token', 'disable', 'add_team', 'join_team', 'create_team',
-           'set_display_name']
+           'members_of', 'set_display_name']
 
 # %% ../nbs/16b_accounts.ipynb #dc33ba3b
 _HASHER = None
@@ -183,6 +183,13 @@ def create_team(engine, user: User, name: str, size: int, merger_deadline=None, 
         code = _team_row(c, name).join_code
     join_team(engine, user, code, size, merger_deadline, now)
     return code
+
+# %% ../nbs/16b_accounts.ipynb #a73947a1
+def members_of(conn, user_id) -> list[int]:
+    "The account ids of the student's team (the student alone when in none), on an open connection"
+    team = conn.scalar(sa.select(USERS.c.team_id).where(USERS.c.id == user_id))
+    if team is None: return [user_id]
+    return list(conn.scalars(sa.select(USERS.c.id).where(USERS.c.team_id == team).order_by(USERS.c.id)))
 
 # %% ../nbs/16b_accounts.ipynb #c834bcb8
 def set_display_name(engine, user: User, name: str | None):

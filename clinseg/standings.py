@@ -12,7 +12,7 @@ import numpy as np
 import sqlalchemy as sa
 from .uncertainty import bootstrap_interval, rank_stability, shakeup
 from .database import SUBMISSIONS, TEAMS, USERS, writing
-from .accounts import BoardError, add_user, user_by_id
+from .accounts import BoardError, add_user, members_of, user_by_id
 from .board import LimitReached, check, new_stored_name, record
 from .submissions import validate
 
@@ -67,19 +67,13 @@ def penalised(score, late_days, penalty=0.0, cap=1.0):
     return score * (1 - min(cap, penalty * late_days))
 
 # %% ../nbs/16d_standings.ipynb #99e66309
-def _team_of(c, user):
-    "The account ids whose submissions are this student's entrant's"
-    team = c.scalar(sa.select(USERS.c.team_id).where(USERS.c.id == user.id))
-    if team is None: return [user.id]
-    return list(c.scalars(sa.select(USERS.c.id).where(USERS.c.team_id == team)))
-
 def select_submission(board, user, sid: int, on: bool = True, now=None) -> list[int]:
     "Mark (or, `on=False`, unmark) one of the entrant's submissions for the private board; the marked ids"
     if board.deadline is not None and (time.time() if now is None else now) >= board.deadline.timestamp():
         raise BoardError("the final selection closed at the deadline")
     with writing(board.engine) as c:
         c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())
-        mine = _team_of(c, user)
+        mine = members_of(c, user.id)
         row = c.execute(sa.select(SUBMISSIONS).where(SUBMISSIONS.c.id == sid)).first()
         if row is None or row.user_id not in mine: raise BoardError(f"no submission {sid} of yours")
         if row.status == "invalid": raise BoardError(f"submission {sid} is invalid: it cannot count")
