@@ -7,6 +7,7 @@ from __future__ import annotations
 import json, secrets, time
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from urllib.parse import urlencode
 import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -14,19 +15,21 @@ from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from .database import SUBMISSIONS, USERS, setting
-from .accounts import BoardError, end_sessions
+from .database import SUBMISSIONS, TEAMS, USERS, setting
+from .accounts import BoardError, create_team, end_sessions, join_team, members_of, set_display_name
 from .board import LimitReached, Worker, closed_text, limit_text, receive, rescore, used_today
-from .standings import grades_csv, leaderboard
+from .standings import (feedback, grades_csv, leaderboard, select_submission, shakeup_figures,
+                               with_uncertainty)
 from .templates import render
 from .web import (FORM_TIMEOUT, IDLE_TIMEOUT, UPLOAD_TIMEOUT, RateLimit, Refusal, Tokens, TooManyTries,
                          body_timeouts, client_address, csrf_ok, current_user, discard_body, parse_id,
                          read_form, refused, stream_upload)
 
 # %% auto #0
-__all__ = ['ROUTES', 'used', 'upload', 'iso', 'submission_view', 'visible', 'api_submissions', 'api_submission', 'board_entries',
-           'api_leaderboard', 'api_private', 'login', 'logout', 'leaderboard_page', 'private_page', 'home', 'mine',
-           'submission_page', 'download', 'teacher_page', 'rescore_post', 'grades', 'create_app']
+__all__ = ['RULES', 'ROUTES', 'used', 'upload', 'iso', 'submission_view', 'visible', 'api_submissions', 'api_submission',
+           'board_entries', 'api_leaderboard', 'api_private', 'login', 'logout', 'leaderboard_page', 'private_page',
+           'home', 'team_view', 'teams_open', 'mine', 'submission_page', 'api_select', 'select_page', 'team_post',
+           'name_post', 'download', 'teacher_page', 'api_shakeup', 'rescore_post', 'grades', 'create_app']
 
 # %% ../nbs/16g_pages.ipynb #6159f441
 def _e(status, message): return status, {"error": message}
@@ -82,28 +85,40 @@ def _row(engine, sid):
         q = sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id)
         return c.execute(q.where(SUBMISSIONS.c.id == sid)).first()
 
+def _mine(engine, user, sid):
+    "(the submission's row if the user may see it, else None)"
+    row = _row(engine, sid)
+    if row is None or user.teacher: return row
+    with engine.connect() as c: return row if visible(row, user, members_of(c, user.id)) else None
+
 # %% ../nbs/16g_pages.ipynb #3dc2318e
 def _rows(engine, user=None):
-    "Submissions, newest first: the user's, or everyone's"
+    "Submissions, newest first: the user's team's (or the user's), or everyone's"
     q = sa.select(SUBMISSIONS, USERS.c.name).join(USERS, USERS.c.id == SUBMISSIONS.c.user_id)
     q = q.order_by(SUBMISSIONS.c.id.desc())
-    if user is not None: q = q.where(SUBMISSIONS.c.user_id == user.id)
-    with engine.connect() as c: return c.execute(q).all()
+    with engine.connect() as c:
+        if user is not None: q = q.where(SUBMISSIONS.c.user_id.in_(members_of(c, user.id)))
+        return c.execute(q).all()
 
 # %% ../nbs/16g_pages.ipynb #853094e3
 def iso(t): return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 # %% ../nbs/16g_pages.ipynb #8e7cad5d
-def submission_view(row, user, board) -> dict:
-    "A submission as its viewer may see it (private and overall scores: after the deadline, or for a teacher)"
+def submission_view(row, user, board, detail=False) -> dict:
+    ("A submission as its viewer may see it (private and overall scores: after the deadline, or for a teacher); "
+     "`detail`: with its per-image feedback (the public part only, for a student)")
     d = dict(id=row.id, status=row.status, public_score=row.public_score, problems=json.loads(row.problems),
-             user=row.name, filename=row.filename, created=iso(row.created), error=row.error)
+             user=row.name, filename=row.filename, created=iso(row.created), error=row.error,
+             selected=bool(row.selected), late_days=row.late_days)
     if user.teacher or board.closed(): d.update(private_score=row.private_score, score=row.score)
     if user.teacher: d["attempts"] = row.attempts
+    if detail: d["feedback"] = feedback(row.items, user.teacher)
     return d
 
 # %% ../nbs/16g_pages.ipynb #a87e5ca5
-def visible(row, user) -> bool: return row is not None and (user.teacher or row.user_id == user.id)
+def visible(row, user, members=()) -> bool:
+    "Whether the user may see the submission: a teacher, its student, or (`members`: account ids) a teammate"
+    return row is not None and (user.teacher or row.user_id == user.id or row.user_id in members)
 
 # %% ../nbs/16g_pages.ipynb #6f0499f6
 def _json(status, body):
@@ -125,26 +140,39 @@ async def api_submission(request):
     user, bearer = await current_user(request)
     if user is None: return _json(*_signed_out(bearer))
     board = request.app.state.board
-    row = await run_in_threadpool(_row, board.engine, parse_id(request.path_params["sid"]))
-    if not visible(row, user): return _json(*_e(404, "no such submission"))
-    return _json(200, submission_view(row, user, board))
+    row = await run_in_threadpool(_mine, board.engine, user, parse_id(request.path_params["sid"]))
+    if row is None: return _json(*_e(404, "no such submission"))
+    return _json(200, submission_view(row, user, board, detail=True))
 
 # %% ../nbs/16g_pages.ipynb #a5670477
-def board_entries(board, private=False):
-    "The leaderboard's rows for the API: user, public score, submissions, rank (+ private score after the deadline)"
+_KEEP = ("rank", "user", "display_name", "team", "baseline", "public_score", "submissions", "late_days")
+
+def board_entries(board, private=False, names=None):
+    ("The leaderboard's rows for the API: rank (None for a baseline), user, display name, team, baseline, public "
+     "score, submissions, time, late days; the private score after the deadline; on the private board, the private "
+     "score's bootstrap interval and its rank's stability")
     show_private = private or board.closed()
-    priv = {e["user"]: e["private_score"] for e in leaderboard(board.engine, True)} if show_private else {}
+    rows = leaderboard(board.engine, private, board, names)
+    if private: rows = with_uncertainty(board.engine, rows)
+    elif show_private: priv = {e["user"]: e["private_score"] for e in leaderboard(board.engine, True, board, names)}
     out = []
-    for e in leaderboard(board.engine, private):
-        d = dict(rank=e["rank"], user=e["user"], public_score=e["public_score"], submissions=e["submissions"],
-                 submitted=iso(e["submitted"]))
-        if show_private: d["private_score"] = priv.get(e["user"])
+    for e in rows:
+        d = {k: e[k] for k in _KEEP} | {"submitted": iso(e["submitted"])}
+        if private: d |= {k: e[k] for k in ("private_score", "interval", "rank_kept", "rank_range")}
+        elif show_private: d["private_score"] = priv.get(e["user"])
         out.append(d)
     return out
 
 # %% ../nbs/16g_pages.ipynb #29ececda
+async def _names(request):
+    "True for a teacher, who sees account names on an anonymous board; else None (the board's rule)"
+    if not request.app.state.board.anonymous: return None
+    user, _ = await current_user(request)
+    return True if user is not None and user.teacher else None
+
 async def api_leaderboard(request):
-    return _json(200, await run_in_threadpool(board_entries, request.app.state.board))
+    board = request.app.state.board
+    return _json(200, await run_in_threadpool(board_entries, board, False, await _names(request)))
 
 # %% ../nbs/16g_pages.ipynb #3bc2fbf9
 async def api_private(request):
@@ -152,7 +180,7 @@ async def api_private(request):
     user, _ = await current_user(request) if not board.closed() else (None, None)
     if not board.closed() and (user is None or not user.teacher):
         return _json(*_e(404, "the private leaderboard is shown after the deadline"))
-    return _json(200, await run_in_threadpool(board_entries, board, True))
+    return _json(200, await run_in_threadpool(board_entries, board, True, await _names(request)))
 
 # %% ../nbs/16g_pages.ipynb #5e954b96
 def _see(url): return RedirectResponse(url, 303)
@@ -182,6 +210,10 @@ async def logout(request):
         request.session.clear()
     return _see("/leaderboard")
 
+# %% ../nbs/16g_pages.ipynb #27840e57
+RULES = {"selected": "the ones it marked, or else its best {n} by public score", "best": "its best public one",
+         "last": "its last one"}
+
 # %% ../nbs/16g_pages.ipynb #3889a415
 async def leaderboard_page(request, private=False):
     user, _ = await current_user(request)
@@ -189,9 +221,11 @@ async def leaderboard_page(request, private=False):
     if private and not board.closed() and not (user and user.teacher):
         return render(request, "note", user, 404, title="Private leaderboard", bad=True,
                       message="The private leaderboard is shown after the deadline.")
-    entries = await run_in_threadpool(board_entries, board, private)
+    names = True if user is not None and user.teacher else None
+    entries = await run_in_threadpool(board_entries, board, private, names)
     title = "Private leaderboard" if private else "Leaderboard"
-    return render(request, "leaderboard", user, title=title, entries=entries, private=private)
+    return render(request, "leaderboard", user, title=title, entries=entries, private=private,
+                  rule_text=RULES[board.rule].format(n=board.select))
 
 # %% ../nbs/16g_pages.ipynb #bc95346e
 async def private_page(request): return await leaderboard_page(request, True)
@@ -200,6 +234,21 @@ async def private_page(request): return await leaderboard_page(request, True)
 async def home(request): return _see("/leaderboard")
 
 # %% ../nbs/16g_pages.ipynb #7d1e46eb
+def team_view(board, user) -> dict | None:
+    "The student's team as their page shows it: name, join code, members (None for none)"
+    with board.engine.connect() as c:
+        tid = c.scalar(sa.select(USERS.c.team_id).where(USERS.c.id == user.id))
+        if tid is None: return None
+        t = c.execute(sa.select(TEAMS).where(TEAMS.c.id == tid)).first()
+        members = list(c.scalars(sa.select(USERS.c.name).where(USERS.c.team_id == tid).order_by(USERS.c.id)))
+    return dict(name=t.name, code=t.join_code, members=members)
+
+def teams_open(board, now=None) -> bool:
+    "Whether students may form and join teams now (a team size above 1, before the merger deadline)"
+    end = board.merger_deadline or board.deadline
+    return board.team_size > 1 and (end is None or (time.time() if now is None else now) < end.timestamp())
+
+# %% ../nbs/16g_pages.ipynb #9293944e
 async def mine(request):
     if request.method == "POST":
         status, body = await upload(request)
@@ -211,26 +260,97 @@ async def mine(request):
     rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine, user)]
     err = body["error"] if request.method == "POST" else None
     n = await run_in_threadpool(used, board, user)
+    team = await run_in_threadpool(team_view, board, user)
     return render(request, "mine", user, status if err else 200, title="My submissions", rows=rows, used=n,
-                  limit=board.daily_limit, everyone=False, show_private=board.closed(), message=err, bad=bool(err))
+                  limit=board.daily_limit, everyone=False, show_private=board.closed(), select=board.select,
+                  team=team, teams_open=teams_open(board), message=err or request.query_params.get("note"),
+                  bad=bool(err) or request.query_params.get("bad") == "1")
 
 # %% ../nbs/16g_pages.ipynb #6f6b7de1
 async def submission_page(request):
     user, _ = await current_user(request)
     if user is None: return _see("/login")
     board = request.app.state.board
-    row = await run_in_threadpool(_row, board.engine, parse_id(request.path_params["sid"]))
-    if not visible(row, user): return render(request, "note", user, 404, title="No such submission")
-    s = submission_view(row, user, board)
+    row = await run_in_threadpool(_mine, board.engine, user, parse_id(request.path_params["sid"]))
+    if row is None: return render(request, "note", user, 404, title="No such submission")
+    s = submission_view(row, user, board, detail=True)
     waiting = s["status"] in ("queued", "scoring")
     return render(request, "submission", user, title=f"Submission {s['id']}", s=s, refresh=2 if waiting else None)
+
+# %% ../nbs/16g_pages.ipynb #9c4e12ae
+async def _select(request):
+    "(HTTP status, body) of marking (or unmarking) a submission for the private board"
+    user, bearer = await current_user(request)
+    if user is None: return _signed_out(bearer)
+    plain = not request.headers.get("content-type") and request.headers.get("content-length", "0") == "0"
+    form = {} if plain else await read_form(request)
+    if not bearer and not csrf_ok(request, form.get("csrf") or request.headers.get("x-csrf-token")):
+        return _e(403, "the form's CSRF token is missing or wrong: reload the page and send it again")
+    sid, board = parse_id(request.path_params["sid"]), request.app.state.board
+    if sid is None: return _e(404, "no such submission")
+    on = str(form.get("selected", "1")).strip().lower() not in ("0", "false", "no", "off")
+    try: marked = await run_in_threadpool(select_submission, board, user, sid, on)
+    except LimitReached as e: return _e(409, str(e))
+    except BoardError as e: return _e(404 if str(e).startswith("no submission") else 409, str(e))
+    return 200, {"selected": marked, "limit": board.select}
+
+# %% ../nbs/16g_pages.ipynb #24a531e1
+async def api_select(request): return _json(*await _select(request))
+
+async def select_page(request):
+    "The page's mark button: back to the student's page, saying what was done"
+    status, body = await _select(request)
+    if status == 401: return _see("/login")
+    note = body.get("error") or f"marked for the private board: {', '.join(map(str, body['selected'])) or 'none'}"
+    return _see("/submissions?" + urlencode({"note": note, "bad": int(status != 200)}))
+
+# %% ../nbs/16g_pages.ipynb #2dcd8221
+async def _form_of(request):
+    "(user, form) of a page's POST, or (None, the answer): signed in, with the form's CSRF token"
+    user, _ = await current_user(request)
+    if user is None: return None, _see("/login")
+    form = await read_form(request)
+    if not csrf_ok(request, form.get("csrf")): return None, _see("/submissions?" + urlencode(
+        {"note": "the form expired: send it again", "bad": 1}))
+    return (user, form), None
+
+async def team_post(request):
+    got, answer = await _form_of(request)
+    if answer is not None: return answer
+    (user, form), board = got, request.app.state.board
+    if not teams_open(board): note, bad = "teams are closed", 1
+    else:
+        try:
+            if form.get("code"):
+                name = await run_in_threadpool(join_team, board.engine, user, form["code"], board.team_size,
+                                               board.merger_deadline or board.deadline)
+                note, bad = f"you joined team {name}", 0
+            else:
+                code = await run_in_threadpool(create_team, board.engine, user, form.get("name", ""), board.team_size,
+                                               board.merger_deadline or board.deadline)
+                note, bad = f"team made: give its join code {code} to your teammates", 0
+        except BoardError as e: note, bad = str(e), 1
+    return _see("/submissions?" + urlencode({"note": note, "bad": bad}))
+
+# %% ../nbs/16g_pages.ipynb #a88e547d
+async def name_post(request):
+    got, answer = await _form_of(request)
+    if answer is not None: return answer
+    user, form = got
+    try:
+        await run_in_threadpool(set_display_name, request.app.state.board.engine, user, form.get("name") or None)
+        note, bad = "saved: the boards show your new name", 0
+    except BoardError as e: note, bad = str(e), 1
+    return _see("/submissions?" + urlencode({"note": note, "bad": bad}))
 
 # %% ../nbs/16g_pages.ipynb #88fa7d91
 async def download(request):
     user, _ = await current_user(request)
     if user is None: return _see("/login")
-    row = await run_in_threadpool(_row, request.app.state.board.engine, parse_id(request.path_params["sid"]))
-    if not visible(row, user): return Response("no such submission", 404)
+    sid = parse_id(request.path_params["sid"])
+    row = await run_in_threadpool(_mine, request.app.state.board.engine, user, sid)
+    if row is None or not (request.app.state.board.uploads / row.stored).exists():   # an invalid file: not kept
+        return Response("no such submission", 404)
     return FileResponse(request.app.state.board.uploads / row.stored, media_type="text/csv",
                         filename=f"submission-{row.id}-{row.name}.csv")
 
@@ -249,8 +369,18 @@ async def teacher_page(request):
     if answer is not None: return answer
     board = request.app.state.board
     rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine)]
+    shake = None if board.closed() else await run_in_threadpool(shakeup_figures, board, 500)
     return render(request, "teacher", user, title="All submissions", rows=rows, everyone=True, show_private=True,
-                  limit=board.daily_limit, message=request.query_params.get("done"))
+                  limit=board.daily_limit, message=request.query_params.get("done"), shake=shake)
+
+async def api_shakeup(request):
+    "The shake-up simulator's figures, for a teacher (`?rounds=`, 1000 by default)"
+    user, bearer = await current_user(request)
+    if user is None: return _json(*_signed_out(bearer))
+    if not user.teacher: return _json(*_e(403, "teachers only"))
+    rounds = parse_id(request.query_params.get("rounds", "1000"))
+    if rounds is None or rounds > 100_000: return _json(*_e(400, "rounds: a whole number from 1 to 100000"))
+    return _json(200, await run_in_threadpool(shakeup_figures, request.app.state.board, rounds))
 
 # %% ../nbs/16g_pages.ipynb #0c915660
 async def rescore_post(request):
@@ -268,8 +398,12 @@ async def rescore_post(request):
 async def grades(request):
     _, answer = await _teacher(request)
     if answer is not None: return answer
-    text = await run_in_threadpool(grades_csv, request.app.state.board.engine)
-    return Response(text, media_type="text/csv", headers={"Content-Disposition": 'attachment; filename="grades.csv"'})
+    board, preset = request.app.state.board, request.query_params.get("preset", "plain")
+    if preset not in ("plain", "canvas", "moodle"):
+        return PlainTextResponse("preset: plain, canvas or moodle\n", 400)
+    text = await run_in_threadpool(grades_csv, board.engine, board, preset, board.competition.title)
+    name = "grades.csv" if preset == "plain" else f"grades-{preset}.csv"
+    return Response(text, media_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 # %% ../nbs/16g_pages.ipynb #5ccb309d
 ROUTES = [Route("/", home), Route("/login", login, methods=["GET", "POST"]), Route("/logout", logout, methods=["POST"]),
@@ -279,6 +413,10 @@ ROUTES = [Route("/", home), Route("/login", login, methods=["GET", "POST"]), Rou
           Route("/teacher/rescore", rescore_post, methods=["POST"]), Route("/teacher/grades.csv", grades),
           Route("/api/submissions", api_submissions, methods=["GET", "POST"]),
           Route("/api/submissions/{sid}", api_submission),
+          Route("/api/submissions/{sid}/select", api_select, methods=["POST"]),
+          Route("/submissions/{sid}/select", select_page, methods=["POST"]),
+          Route("/team", team_post, methods=["POST"]),
+          Route("/display-name", name_post, methods=["POST"]), Route("/api/shakeup", api_shakeup),
           Route("/api/leaderboard", api_leaderboard), Route("/api/leaderboard/private", api_private)]
 
 def create_app(board, max_upload_mb=20, secure_cookie=False, worker=True, idle_timeout=IDLE_TIMEOUT,

@@ -32,12 +32,18 @@ nav form{display:inline}</style></head>
 </label> <button>Sign in</button></form>
 <p>Your teacher gave you the token (it was shown once, when your account was made).</p>{% endblock %}""",
 "leaderboard": """{% extends "base" %}{% block body %}{% if private %}\
-<p>Ranked by the private score of each student's best public submission.</p>{% endif %}
-<table id="leaderboard"><tr><th>#</th><th>student</th><th>public score</th>{% if private %}\
-<th>private score</th>{% endif %}<th>submissions</th><th>when</th></tr>
-{% for e in entries %}<tr><td>{{ e.rank }}</td><td>{{ e.user }}</td><td>{{ "%.5f"|format(e.public_score) }}</td>
-{% if private %}<td>{{ "%.5f"|format(e.private_score) }}</td>{% endif %}<td>{{ e.submissions }}</td>\
-<td>{{ e.submitted }}</td></tr>{% endfor %}</table>
+<p>Ranked by the best private score among each entrant's counted submissions ({{ rule_text }}). The interval is
+a 95 % bootstrap interval over the private images; "rank kept" is how often, resampling them, the rank stays.</p>\
+{% endif %}
+<table id="leaderboard"><tr><th>#</th><th>entrant</th><th>public score</th>{% if private %}\
+<th>private score</th><th>interval</th><th>rank kept</th>{% endif %}<th>submissions</th><th>when</th></tr>
+{% for e in entries %}<tr{% if e.baseline %} class="baseline"{% endif %}><td>{{ e.rank or "" }}</td>\
+<td>{{ e.user }}{% if e.baseline %} <i>(baseline)</i>{% endif %}{% if e.late_days %} <i>({{ e.late_days }} days \
+late)</i>{% endif %}</td><td>{{ "%.5f"|format(e.public_score) }}</td>
+{% if private %}<td>{{ "%.5f"|format(e.private_score) }}</td><td>{% if e.interval %}\
+{{ "%.4f"|format(e.interval[0]) }} – {{ "%.4f"|format(e.interval[1]) }}{% else %}no interval{% endif %}</td>\
+<td>{{ "" if e.rank_kept is none else "%.0f %%"|format(100 * e.rank_kept) }}</td>{% endif %}\
+<td>{{ e.submissions }}</td><td>{{ e.submitted }}</td></tr>{% endfor %}</table>
 {% if not entries %}<p>No scores yet.</p>{% endif %}{% if deadline %}<p>Deadline: {{ deadline }}\
 {% if closed %} (closed){% endif %}</p>{% endif %}{% endblock %}""",
 }
@@ -48,16 +54,27 @@ TEMPLATES |= {
 <form method="post" action="/submissions" enctype="multipart/form-data">
 <input type="hidden" name="csrf" value="{{ csrf }}"><input type="file" name="file" required> <button>Upload</button>\
 </form>
-<p>{{ used }} of {{ limit }} submissions used today (00:00 UTC resets the count; files with errors do not count).</p>\
+<p>{{ used }} of {{ limit }} submissions used today (00:00 UTC resets the count; files with errors do not count).
+Mark up to {{ select }} for the private board ("final"); unmarked, your best {{ select }} by public score count.</p>\
 {% endif %}
-{% include "table" %}{% endblock %}""",
+{% include "team" %}{% include "table" %}{% endblock %}""",
+"team": """<div id="team">{% if team %}<p>Team <b>{{ team.name }}</b>: {{ team.members|join(", ") }}\
+{% if teams_open %} · join code <code>{{ team.code }}</code>{% endif %}</p>{% elif teams_open %}\
+<form method="post" action="/team"><input type="hidden" name="csrf" value="{{ csrf }}">\
+<label>New team <input name="name" required maxlength="64"></label> <button>Make it</button></form>
+<form method="post" action="/team"><input type="hidden" name="csrf" value="{{ csrf }}">\
+<label>Join code <input name="code" required maxlength="32"></label> <button>Join</button></form>{% endif %}
+<form method="post" action="/display-name"><input type="hidden" name="csrf" value="{{ csrf }}">\
+<label>Name on the boards <input name="name" value="{{ user.display_name or "" }}" maxlength="64"></label> \
+<button>Save</button></form></div>""",
 "table": """<table id="submissions"><tr><th>id</th>{% if everyone %}<th>student</th>{% endif %}<th>uploaded</th>\
-<th>file</th><th>status</th><th>public score</th>
+<th>file</th><th>status</th><th>public score</th>{% if not everyone %}<th>final</th>{% endif %}
 {% if show_private %}<th>private score</th>{% endif %}<th>problems</th>{% if everyone %}<th></th>{% endif %}\
 </tr>{% for s in rows %}<tr>
 <td><a href="/submissions/{{ s.id }}">{{ s.id }}</a></td>{% if everyone %}<td>{{ s.user }}</td>{% endif %}\
 <td>{{ s.created }}</td><td>{{ s.filename }}</td>
 <td class="status">{{ s.status }}</td><td>{{ "" if s.public_score is none else "%.5f"|format(s.public_score) }}</td>
+{% if not everyone %}<td>{% if s.status != "invalid" %}{% include "select" %}{% endif %}</td>{% endif %}
 {% if show_private %}<td>{{ "" if s.get("private_score") is none else "%.5f"|format(s.private_score) }}\
 </td>{% endif %}<td>{{ s.problems|length }}</td>
 {% if everyone %}<td><a href="/submissions/{{ s.id }}\
@@ -73,18 +90,34 @@ style="display:inline"><input type="hidden" name="csrf" value="{{ csrf }}">\
 </p>{% endif %}
 {% if s.get("private_score") is not none %}<p>Private score: <b id="private">{{ "%.6f"|format(s.private_score) }}</b>\
 </p>{% endif %}
-{% if s.error %}<p class="bad">{{ s.error }}</p>{% endif %}
+{% if s.status != "invalid" and not user.teacher %}<p>For the private board: {% include "select" %}</p>\
+{% endif %}
+{% if s.error %}<p class="bad">{{ s.error }}</p>{% endif %}{% include "feedback" %}
 {% if s.problems %}<table id="problems"><tr><th>level</th><th>row</th><th>field</th><th>problem</th>\
 </tr>{% for p in s.problems %}
 <tr><td>{{ p.level }}</td><td>{{ "" if p.row is none else p.row }}</td><td>{{ p.field or "" }}</td>\
 <td>{{ p.message }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
+"select": """{% if not closed %}<form method="post" action="/submissions/{{ s.id }}/select" style="display:inline">\
+<input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="selected" \
+value="{{ 0 if s.selected else 1 }}"><button class="select">{{ "unmark" if s.selected else "mark" }}</button>\
+</form>{% endif %}{% if s.selected %} <b class="final">final</b>{% endif %}""",
+"feedback": """{% if s.feedback %}<h2>Per image{% if not user.teacher %} (the public part){% endif %}</h2>
+<table id="feedback"><tr><th>image</th>{% if user.teacher %}<th>part</th>{% endif %}<th>score</th><th>what went \
+wrong</th></tr>{% for f in s.feedback %}<tr><td>{{ f.item[:16] }}</td>{% if user.teacher %}<td>{{ f.usage }}\
+</td>{% endif %}<td>{{ "" if f.score is none else "%.4f"|format(f.score) }}</td><td>{{ f.failure or "" }}</td></tr>\
+{% endfor %}</table>{% endif %}""",
 "note": """{% extends "base" %}{% block body %}{% endblock %}""",
 "teacher": """{% extends "base" %}{% block body %}<p>\
-<a href="/teacher/grades.csv">Grades (CSV)</a> · {{ rows|length }} submissions ·
+<a href="/teacher/grades.csv">Grades (CSV)</a>, <a href="/teacher/grades.csv?preset=canvas">for Canvas</a>, \
+<a href="/teacher/grades.csv?preset=moodle">for Moodle</a> · {{ rows|length }} submissions ·
 {{ limit }} a day · deadline {{ deadline or "none" }}</p><form method="post" action="/teacher/rescore">\
 <input type="hidden" name="csrf" value="{{ csrf }}">
-<input type="hidden" name="id" value="all"><button>Rescore every submission</button></form>{% include "table" %}\
-{% endblock %}""",
+<input type="hidden" name="id" value="all"><button>Rescore every submission</button></form>
+{% if shake and shake.p_leader_change is not none %}<p id="shakeup">How much can the ranking move when \
+{{ "%.0f"|format(100 * shake.private_fraction) }} % of the images decide? Splitting the public images \
+{{ shake.rounds }} times: the leader changes in {{ "%.0f"|format(100 * shake.p_leader_change) }} % of the \
+splits, the rank correlation is {{ "%.2f"|format(shake.mean_spearman or 0) }} on average, and the largest move \
+is {{ shake.median_largest_move }} places (median).</p>{% endif %}{% include "table" %}{% endblock %}""",
 }
 
 # %% ../nbs/16f_templates.ipynb #7027e574
