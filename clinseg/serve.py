@@ -64,7 +64,10 @@ SERVE_ARGUMENTS = {
                  help='show "Student 17" rather than account names on the boards (display names still show)'),
               _a("--check-memory-mb", type=int, default=1024,
                  help="memory one validation may use, in MB (default 1024)"),
-              _a("--check-seconds", type=float, default=60, help="CPU seconds one validation may take (default 60)")],
+              _a("--check-seconds", type=float, default=60, help="CPU seconds one validation may take (default 60)"),
+              _a("--sign-in-limit", type=int, default=10, metavar="N",
+                 help="failed sign-ins a minute per token and per address, then 429 (default 10; raise it for a "
+                      "class behind one address)")],
     "serve-admin": [_a("action", choices=list(ADMIN_ACTIONS),
                        help="; ".join(f"{k}: {v}" for k, v in ADMIN_ACTIONS.items())),
                     _a("name", help="the account's (or the team's) name"),
@@ -123,7 +126,8 @@ def serve_command(args) -> int:
     except RuntimeError as e: raise ServeError(str(e)) from None
     def run():
         nonlocal server
-        app = create_app(board, args.max_upload_mb, getattr(args, "secure_cookie", False))
+        app = create_app(board, args.max_upload_mb, getattr(args, "secure_cookie", False),
+                         sign_in_limit=getattr(args, "sign_in_limit", None) or 10)
         sock = listen(args.host, args.port)
         host, port = f"[{args.host}]" if ":" in args.host else args.host, sock.getsockname()[1]
         where = f"on the dask cluster at {args.scheduler}" if args.scheduler else "in a scoring process"
