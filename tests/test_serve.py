@@ -849,3 +849,109 @@ def _wait_queue_empty(db):
             time.sleep(0.2)
         raise AssertionError("the queue did not empty")
     finally: engine.dispose()
+
+
+# ---------------------------------------------------------------- the class's features, through the API
+
+def test_class_features(db, data, tmp_path):
+    ("Teams, a baseline, final selection, per-image feedback (public only), the shake-up, the private board's "
+     "uncertainty, anonymous boards and the grades' presets, through the API on both databases")
+    from clinseg.accounts import add_team, add_user
+    from clinseg.board import open_board, parse_deadline
+    from clinseg.pages import create_app
+    from clinseg.standings import add_baseline
+    board = open_board("dsb2018", data.solution, db, tmp_path / "uploads", select=1)
+    ada, bob, cy = (add_user(board.engine, n) for n in ("ada", "bob", "cy"))
+    teacher = add_user(board.engine, "turing", "teacher")
+    add_team(board.engine, "pair", ["bob", "cy"])
+    empty = tmp_path / "empty.csv"
+    empty.write_text(data.submission.read_text().splitlines()[0] + "\n")
+    add_baseline(board, "empty", empty, "Predict nothing")
+    with _client(create_app(board)) as c:
+        def post(token, path): return c.post("/api/submissions", files={"file": ("s.csv", Path(path).read_bytes())},
+                                             headers=_bearer(token)).json()["id"]
+        def get(token): return lambda sid: c.get(f"/api/submissions/{sid}", headers=_bearer(token)).json()
+        a1, b1, c1 = post(ada, data.submission), post(bob, data.worse), post(cy, data.submission)
+        for t, sid in ((ada, a1), (bob, b1), (cy, c1)): _wait_scored(get(t), sid)
+        end, lb = time.monotonic() + SAFETY, c.get("/api/leaderboard").json()
+        while not any(e["baseline"] for e in lb):                       # the baseline is scored by the worker too
+            assert time.monotonic() < end, "the baseline was never scored"
+            time.sleep(0.05)
+            lb = c.get("/api/leaderboard").json()
+        assert [(e["user"], e["team"], e["baseline"]) for e in lb if not e["baseline"]] == [
+            ("ada", None, False), ("pair", "pair", False)], lb
+        assert [e["rank"] for e in lb if not e["baseline"]] == [1, 2]
+        [base] = [e for e in lb if e["baseline"]]
+        assert base["rank"] is None and base["display_name"] == "Predict nothing"
+        # a team sees its submissions, another student does not
+        assert c.get(f"/api/submissions/{c1}", headers=_bearer(bob)).status_code == 200
+        assert c.get(f"/api/submissions/{c1}", headers=_bearer(ada)).status_code == 404
+        # final selection: bob marks his worse try; a second mark is over the team's limit of 1
+        r = c.post(f"/api/submissions/{b1}/select", headers=_bearer(bob))
+        assert r.status_code == 200 and r.json() == {"selected": [b1], "limit": 1}, r.text
+        over = c.post(f"/api/submissions/{c1}/select", headers=_bearer(cy))
+        assert over.status_code == 409 and "unmark one first" in over.json()["error"]
+        assert c.post(f"/api/submissions/{b1}/select", headers=_bearer(ada)).status_code == 404
+        assert c.post(f"/api/submissions/{b1}/select").status_code == 401
+        # per-image feedback: the public part only, for the student; everything for the teacher
+        mine = c.get(f"/api/submissions/{b1}", headers=_bearer(bob)).json()
+        assert mine["selected"] and {f["usage"] for f in mine["feedback"]} == {"Public"}
+        assert all(f["failure"] for f in mine["feedback"])
+        seen = c.get(f"/api/submissions/{b1}", headers=_bearer(teacher)).json()["feedback"]
+        assert {f["usage"] for f in seen} == {"Public", "Private"}
+        # the shake-up simulator: the teacher's, before the deadline
+        assert c.get("/api/shakeup", headers=_bearer(ada)).status_code == 403
+        sh = c.get("/api/shakeup?rounds=200", headers=_bearer(teacher)).json()
+        assert sh["entries"] == 2 and sh["private_fraction"] == 0.5 and sh["rounds"] == 200
+        assert c.get("/api/shakeup?rounds=²", headers=_bearer(teacher)).status_code == 400
+        # the grades, in the LMS presets
+        canvas = c.get("/teacher/grades.csv?preset=canvas", headers=_bearer(teacher)).text.splitlines()
+        assert canvas[0].startswith("Student,ID,SIS User ID,SIS Login ID,Section,2018 Data Science Bowl private")
+        assert [r.split(",")[3] for r in canvas[1:]] == ["ada", "bob", "cy"]
+        moodle = c.get("/teacher/grades.csv?preset=moodle", headers=_bearer(teacher)).text.splitlines()
+        assert moodle[0].startswith("Username,") and moodle[0].endswith(",Team") and moodle[2].endswith(",pair")
+        assert c.get("/teacher/grades.csv?preset=excel", headers=_bearer(teacher)).status_code == 400
+    # after the deadline: the team's private score is its marked submission's; intervals; no more marks
+    board.deadline = parse_deadline("2001-01-01T00:00:00+00:00")
+    board.anonymous = True
+    with _client(create_app(board)) as c:
+        priv = c.get("/api/leaderboard/private").json()
+        pair = next(e for e in priv if e["team"] == "pair")
+        assert pair["private_score"] == get(bob)(b1)["private_score"] < get(cy)(c1)["private_score"]
+        assert all(len(e["interval"]) == 2 and e["interval"][0] <= e["private_score"] <= e["interval"][1]
+                   for e in priv)
+        assert {e["user"] for e in priv if not e["baseline"] and not e["team"]} == {"Student 1"}   # anonymous
+        named = c.get("/api/leaderboard/private", headers=_bearer(teacher)).json()
+        assert "ada" in {e["user"] for e in named}
+        late = c.post(f"/api/submissions/{c1}/select", headers=_bearer(cy))
+        assert late.status_code == 409 and "closed" in late.json()["error"]
+    board.engine.dispose()
+
+
+def test_late_window(db, data, tmp_path):
+    ("A late window of 2 days with 10 % off a day: an upload 1.5 days after the deadline is taken, 2 days late, its "
+     "private score ×0.8 on the board and in the grades; an extension moves a student's window; after it, 403")
+    import csv, io
+    from datetime import datetime, timedelta, timezone
+    from clinseg.accounts import add_user
+    from clinseg.board import extend, open_board
+    from clinseg.pages import create_app
+    deadline = (datetime.now(timezone.utc) - timedelta(days=1.5)).isoformat()
+    board = open_board("dsb2018", data.solution, db, tmp_path / "uploads", deadline=deadline, late_days=2,
+                       late_penalty=0.1)
+    ada, teacher = add_user(board.engine, "ada"), add_user(board.engine, "turing", "teacher")
+    with _client(create_app(board)) as c:
+        r = c.post("/api/submissions", files={"file": ("s.csv", data.submission.read_bytes())}, headers=_bearer(ada))
+        assert r.status_code == 202, r.text
+        s = _wait_scored(lambda i: c.get(f"/api/submissions/{i}", headers=_bearer(ada)).json(), r.json()["id"])
+        assert s["late_days"] == 2 and "private_score" not in s        # the late window is open: not yet
+        full = c.get(f"/api/submissions/{s['id']}", headers=_bearer(teacher)).json()
+        g = next(csv.DictReader(io.StringIO(c.get("/teacher/grades.csv", headers=_bearer(teacher)).text)))
+        assert g["late_days"] == "2" and abs(float(g["private_score"]) - 0.8 * full["private_score"]) < 1e-12
+    board.late_days = 1                                            # the window now ended half a day ago ...
+    with _client(create_app(board)) as c:
+        files = {"file": ("s.csv", data.submission.read_bytes())}
+        assert c.post("/api/submissions", files=files, headers=_bearer(ada)).status_code == 403
+        extend(board.engine, "ada", 1)                             # ... but not for ada, with a day more
+        assert c.post("/api/submissions", files=files, headers=_bearer(ada)).status_code == 202
+    board.engine.dispose()
