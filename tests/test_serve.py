@@ -524,8 +524,11 @@ def _browser_missing():
 
 
 @pytest.mark.slow
-def test_browser_without_javascript(data, tmp_path):
-    "Sign in, upload, see the score (the page reloads itself) and the leaderboard, in Chromium with JavaScript off"
+@pytest.mark.parametrize("javascript", [False, True], ids=["js-off", "js-on"])
+def test_browser(data, tmp_path, javascript):
+    ("In Chromium, with JavaScript off and on: sign in, upload, see the score (the page reloads itself) and the "
+     "feedback per image, mark it for the private board, make a team, choose a name, the leaderboard, and the "
+     "teacher's page answered 403")
     why = _browser_missing()
     if why:
         if os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(why)
@@ -534,12 +537,13 @@ def test_browser_without_javascript(data, tmp_path):
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     token = _add(db, "ada")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = f"serve_{'js' if javascript else 'nojs'}"
     profile = Path(tempfile.mkdtemp(prefix="clinseg-chromium-"))
     try:
-        with live_server(tmp_path, "dsb2018", data.solution, db) as (url, proc), sync_playwright() as p:
+        with live_server(tmp_path, "dsb2018", data.solution, db, team_size=2) as (url, proc), \
+                sync_playwright() as p:
             ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
-                                                       args=CHROMIUM_ARGS,
-                                                       java_script_enabled=False,
+                                                       args=CHROMIUM_ARGS, java_script_enabled=javascript,
                                                        viewport={"width": 1200, "height": 900}, timeout=60_000)
             page = ctx.pages[0] if ctx.pages else ctx.new_page()
             page.set_default_timeout(60_000)
@@ -549,7 +553,7 @@ def test_browser_without_javascript(data, tmp_path):
                 page.fill("input[name=token]", token)
                 page.click("text=Sign in >> nth=-1")
                 page.wait_for_url(f"{url}/submissions")
-                page.screenshot(path=str(ARTIFACTS / "serve_1_signed_in.png"))
+                page.screenshot(path=str(ARTIFACTS / f"{shot}_1_signed_in.png"))
                 page.set_input_files("input[name=file]", str(data.submission))
                 page.click("button:has-text('Upload')")
                 page.wait_for_url(re.compile(r".*/submissions/\d+$"))
@@ -557,13 +561,29 @@ def test_browser_without_javascript(data, tmp_path):
                 page.wait_for_selector("#public", timeout=60_000)
                 assert page.inner_text("#status") == "scored"
                 score = float(page.inner_text("#public"))
-                page.screenshot(path=str(ARTIFACTS / "serve_2_scored.png"))
+                assert page.locator("#feedback tr").count() >= 2                    # a row per public image
+                page.screenshot(path=str(ARTIFACTS / f"{shot}_2_scored.png"))
+                page.click("button.select")
+                page.wait_for_url(re.compile(r".*/submissions\?.*"))
+                assert "marked for the private board" in page.inner_text("#message")
+                assert page.locator("#submissions .final").count() == 1
+                page.fill("#team input[name=name] >> nth=0", "Otsu's heirs")
+                page.click("button:has-text('Make it')")
+                page.wait_for_selector("#team b")
+                assert "team made" in page.inner_text("#message") and page.inner_text("#team b") == "Otsu's heirs"
+                page.fill("input[name=name]", "Ada L.")
+                page.click("button:has-text('Save')")
+                page.wait_for_selector("#message")
+                assert "saved" in page.inner_text("#message")
+                page.screenshot(path=str(ARTIFACTS / f"{shot}_3_choices.png"))
                 page.click("text=Leaderboard")
                 row = page.inner_text("#leaderboard tr:nth-child(2)")
-                assert "ada" in row and f"{score:.5f}" in row
-                page.screenshot(path=str(ARTIFACTS / "serve_3_leaderboard.png"))
+                assert "Otsu's heirs" in row and f"{score:.5f}" in row
+                page.screenshot(path=str(ARTIFACTS / f"{shot}_4_leaderboard.png"))
+                answer = page.goto(f"{url}/teacher")
+                assert answer.status == 403 and "Teachers only" in page.content()
             except BaseException:
-                page.screenshot(path=str(ARTIFACTS / "serve_failure.png"))
+                page.screenshot(path=str(ARTIFACTS / f"{shot}_failure.png"))
                 raise
             finally: ctx.close()
     finally: shutil.rmtree(profile, ignore_errors=True)
