@@ -1,5 +1,7 @@
 """`clinseg serve`, the class leaderboard: the HTTP API on SQLite and on PostgreSQL, access rules, the daily limit under
-concurrent uploads, a server killed while scoring, the upload cap, and one real browser without JavaScript.
+concurrent uploads, a server killed while scoring, the upload cap, the checks' caps, one server per database, the
+class's features (teams, baselines, final selection, feedback, uncertainty, the late window, the grades' presets),
+50 students at once, and one real browser with JavaScript off and on. (The web layer's attacks: test_attacks.py.)
 
 - The API tests run on SQLite (a file in the test's folder) and, with `pytest --slow`, on PostgreSQL too: the
   server named by the environment variable CLINSEG_TEST_POSTGRES (a SQLAlchemy URL of a database the tests may fill)
@@ -12,8 +14,8 @@ concurrent uploads, a server killed while scoring, the upload cap, and one real 
   after a delay. Every process started is stopped. Timeouts are safety nets against a hang (a failure), never
   measures.
 - The data is the DSB 2018 demo's (`clinseg.demo.run_demo`), its solution split half Public, half Private.
-- The browser test uses Debian's Chromium through Playwright, with JavaScript switched off; skipped when either is
-  missing (with CLINSEG_REQUIRE_BROWSER=1 or CI set, a failure). Screenshots go to artifacts/browser/serve_*.png.
+- The browser test uses Debian's Chromium through Playwright, with JavaScript switched off and on; skipped when either
+  is missing (with CLINSEG_REQUIRE_BROWSER=1 or CI set, a failure). Screenshots go to artifacts/browser/serve_*.png.
 """
 import contextlib, http.client, itertools, json, os, queue, re, shutil, signal, socket, subprocess, sys, tempfile
 import threading, time, warnings
