@@ -225,8 +225,8 @@ def record(board, user, stored, filename, report, now=None) -> dict:
     problems = problem_dicts(report)
     path = board.uploads / stored
     with writing(board.engine) as c:
-        # PostgreSQL: the student's row locked, so that a student's uploads are counted one at a time
-        c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())
+        # PostgreSQL: the rows of the student's team locked (in id order), so that its uploads are counted one at a time
+        c.execute(sa.select(USERS.c.id).where(USERS.c.id.in_(_members(user.id))).order_by(USERS.c.id).with_for_update())
         n, limit = used_today(c, user.id, now, not report.ok), board.daily_limit if report.ok else board.invalid_limit
         if n >= limit:
             raise LimitReached(limit_text(user.name, n, limit, "submissions" if report.ok else "invalid uploads"))

@@ -104,13 +104,15 @@ def _rows(engine, user=None):
 def iso(t): return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 # %% ../nbs/16g_pages.ipynb #8e7cad5d
-def submission_view(row, user, board, detail=False) -> dict:
+def submission_view(row, user, board, detail=False, closed=None) -> dict:
     ("A submission as its viewer may see it (private and overall scores: after the deadline, or for a teacher); "
-     "`detail`: with its per-image feedback (the public part only, for a student)")
+     "`detail`: with its per-image feedback (the public part only, for a student); `closed`: `board.closed()`, "
+     "if known")
     d = dict(id=row.id, status=row.status, public_score=row.public_score, problems=json.loads(row.problems),
              user=row.name, filename=row.filename, created=iso(row.created), error=row.error,
              selected=bool(row.selected), late_days=row.late_days)
-    if user.teacher or board.closed(): d.update(private_score=row.private_score, score=row.score)
+    if user.teacher or (board.closed() if closed is None else closed):
+        d.update(private_score=row.private_score, score=row.score)
     if user.teacher: d["attempts"] = row.attempts
     if detail: d["feedback"] = feedback(row.items, user.teacher)
     return d
@@ -132,7 +134,9 @@ async def api_submissions(request):
     user, bearer = await current_user(request)
     if user is None: return _json(*_signed_out(bearer))
     board = request.app.state.board
-    return _json(200, [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine, user)])
+    shut = await run_in_threadpool(board.closed)   # once, for every row
+    rows = await run_in_threadpool(_rows, board.engine, user)
+    return _json(200, [submission_view(r, user, board, closed=shut) for r in rows])
 
 
 # %% ../nbs/16g_pages.ipynb #471c869f
@@ -257,7 +261,9 @@ async def mine(request):
     user, _ = await current_user(request)
     if user is None: return _see("/login")
     board = request.app.state.board
-    rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine, user)]
+    shut = await run_in_threadpool(board.closed)   # once, for every row
+    rows = [submission_view(r, user, board, closed=shut) for r in
+            await run_in_threadpool(_rows, board.engine, user)]
     err = body["error"] if request.method == "POST" else None
     n = await run_in_threadpool(used, board, user)
     team = await run_in_threadpool(team_view, board, user)
@@ -368,7 +374,8 @@ async def teacher_page(request):
     user, answer = await _teacher(request)
     if answer is not None: return answer
     board = request.app.state.board
-    rows = [submission_view(r, user, board) for r in await run_in_threadpool(_rows, board.engine)]
+    shut = await run_in_threadpool(board.closed)   # once, for every row
+    rows = [submission_view(r, user, board, closed=shut) for r in await run_in_threadpool(_rows, board.engine)]
     shake = None if board.closed() else await run_in_threadpool(shakeup_figures, board, 500)
     return render(request, "teacher", user, title="All submissions", rows=rows, everyone=True, show_private=True,
                   limit=board.daily_limit, message=request.query_params.get("done"), shake=shake)

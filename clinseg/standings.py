@@ -137,24 +137,30 @@ def item_scores(items_json, part=None) -> dict:
     return {k: s for k, usage, s, _ in rows if s is not None and (part is None or usage == part)}
 
 # %% ../nbs/16d_standings.ipynb #b72ab0fe
+_UNCERTAIN = {}   # the figures of the last few boards, by what they were computed from
+
+def _figures(engine, subs, rounds, seed):
+    "{submission id: (interval, rank kept, rank range)} of the private board's submissions `subs` (ranked ones first)"
+    with engine.connect() as c:
+        q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_([s for s, _ in subs]))
+        items = {i: item_scores(j, "Private") for i, j in c.execute(q)}
+    out = {s: [list(bootstrap_interval(list(items[s].values()), rounds=rounds, seed=seed)) if items.get(s) else None,
+               None, None] for s, _ in subs}
+    ranked = [s for s, baseline in subs if not baseline and items.get(s)]
+    shared = sorted(set.intersection(*(set(items[s]) for s in ranked))) if ranked else []
+    if len(ranked) > 1 and shared:
+        table = {s: np.array([items[s][k] for k in shared]) for s in ranked}
+        for r in rank_stability(table, rounds=rounds, seed=seed):
+            out[r["name"]][1:] = [r["kept"], [r["rank_low"], r["rank_high"]]]
+    return out
+
 def with_uncertainty(engine, rows, rounds=1000, seed=0) -> list[dict]:
     "The private board's rows with `interval` (bootstrap, over the private items) and `rank_kept`, `rank_range`"
-    with engine.connect() as c:
-        ids = [r["submission"] for r in rows]
-        q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_(ids))
-        items = {i: item_scores(j, "Private") for i, j in c.execute(q)}
-    for r in rows:
-        x = list(items.get(r["submission"], {}).values())
-        r["interval"] = list(bootstrap_interval(x, rounds=rounds, seed=seed)) if x else None
-        r["rank_kept"] = r["rank_range"] = None
-    ranked = [r for r in rows if not r["baseline"] and items.get(r["submission"])]
-    shared = set.intersection(*(set(items[r["submission"]]) for r in ranked)) if ranked else set()
-    if len(ranked) > 1 and shared:
-        keys = sorted(shared)
-        table = {r["user"]: np.array([items[r["submission"]][k] for k in keys]) for r in ranked}
-        for s in rank_stability(table, rounds=rounds, seed=seed):
-            r = next(r for r in ranked if r["user"] == s["name"])
-            r["rank_kept"], r["rank_range"] = s["kept"], [s["rank_low"], s["rank_high"]]
+    key = (str(engine.url), rounds, seed, tuple((r["submission"], r["baseline"], r["private_score"]) for r in rows))
+    if key not in _UNCERTAIN:
+        if len(_UNCERTAIN) >= 8: _UNCERTAIN.pop(next(iter(_UNCERTAIN)))
+        _UNCERTAIN[key] = _figures(engine, [(r["submission"], r["baseline"]) for r in rows], rounds, seed)
+    for r in rows: r["interval"], r["rank_kept"], r["rank_range"] = _UNCERTAIN[key][r["submission"]]
     return rows
 
 # %% ../nbs/16d_standings.ipynb #d9ec54b0
