@@ -72,8 +72,8 @@ def select_submission(board, user, sid: int, on: bool = True, now=None) -> list[
     if board.deadline is not None and (time.time() if now is None else now) >= board.deadline.timestamp():
         raise BoardError("the final selection closed at the deadline")
     with writing(board.engine) as c:
-        c.execute(sa.select(USERS.c.id).where(USERS.c.id == user.id).with_for_update())
-        mine = members_of(c, user.id)
+        mine = members_of(c, user.id)   # the team's rows locked (PostgreSQL), so its marks are counted one at a time
+        c.execute(sa.select(USERS.c.id).where(USERS.c.id.in_(mine)).order_by(USERS.c.id).with_for_update())
         row = c.execute(sa.select(SUBMISSIONS).where(SUBMISSIONS.c.id == sid)).first()
         if row is None or row.user_id not in mine: raise BoardError(f"no submission {sid} of yours")
         if row.status == "invalid": raise BoardError(f"submission {sid} is invalid: it cannot count")
