@@ -140,7 +140,7 @@ def item_scores(items_json, part=None) -> dict:
 _UNCERTAIN = {}   # the figures of the last few boards, by what they were computed from
 
 def _figures(engine, subs, rounds, seed):
-    "{submission id: (interval, rank kept, rank range)} of the private board's submissions `subs` (ranked ones first)"
+    "{submission id: (interval, rank kept, rank range)} of the private board's submissions `subs`"
     with engine.connect() as c:
         q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_([s for s, _ in subs]))
         items = {i: item_scores(j, "Private") for i, j in c.execute(q)}
