@@ -527,19 +527,18 @@ def _browser_missing():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("javascript", [False, True], ids=["js-off", "js-on"])
-def test_browser(data, tmp_path, javascript):
-    ("In Chromium, with JavaScript off and on: sign in, upload, see the score (the page reloads itself) and the "
-     "feedback per image, mark it for the private board, make a team, choose a name, the leaderboard, and the "
-     "teacher's page answered 403")
+def test_browser(db, data, tmp_path, javascript):
+    ("In Chromium, with JavaScript off and on, on both databases: sign in, upload, see the score (the page reloads "
+     "itself) and the feedback per image, mark it for the private board, make a team, choose a name, the "
+     "leaderboard, and the teacher's page answered 403")
     why = _browser_missing()
     if why:
         if os.environ.get("CLINSEG_REQUIRE_BROWSER"): pytest.fail(why)
         _skip(why)
     from playwright.sync_api import sync_playwright
-    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     token = _add(db, "ada")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = f"serve_{'js' if javascript else 'nojs'}"
+    shot = f"serve_{'js' if javascript else 'nojs'}_{db.split(':')[0].split('+')[0]}"
     profile = Path(tempfile.mkdtemp(prefix="clinseg-chromium-"))
     try:
         with live_server(tmp_path, "dsb2018", data.solution, db, team_size=2) as (url, proc), \
