@@ -24,6 +24,7 @@ from .viewer import ct_viewer, window
 from .imageio import ImageError, read_image
 from .competition import Competition, SubmissionError
 from .scoring import Table, dice_items, instance_items
+from .uncertainty import bootstrap_interval
 from .submissions import (get_competition, load_competition, plot_scores, read_solution, score, submission_checker,
                           validate, write_solution, write_submission)
 from .competitions.dsb2018 import dsb_image_score, dsb_score, dsb_threshold_explorer
