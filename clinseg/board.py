@@ -368,8 +368,10 @@ def failure(row) -> str | None:
     if fp == fn == 0: return "matched"
     if t == 0: return "false positive"
     if p == 0: return "missed"
-    if p < t and fn > 0: return "merged objects"
-    if p > t and fp > 0: return "split objects"
+    if fp == 0: return "missed objects"      # every prediction matched: some nuclei were not found
+    if fn == 0: return "false positives"     # every nucleus matched: some predictions are extra
+    if p < t: return "merged objects"        # unmatched on both sides, fewer predicted: one covering several
+    if p > t: return "split objects"         # unmatched on both sides, more predicted: several covering one
     return "missed objects" if fn >= fp else "false positives"
 
 # %% ../nbs/16c_board.ipynb #69a92493

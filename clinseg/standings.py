@@ -203,7 +203,8 @@ def _fmt(x): return "" if x is None else repr(float(x))
 
 # %% ../nbs/16d_standings.ipynb #36fe8411
 def grade_rows(engine, board=None) -> list[dict]:
-    "One dict per student: name, display name, team, private and public rank and score, submissions, late days"
+    ("One dict per student: name, display name, team, private and public rank and score, the submission that "
+     "gave the private score (else the best public one), submissions, late days")
     b = board or DEFAULT_RULES
     pub = {r["user"]: r for r in leaderboard(engine, board=b, names=True)}
     priv = {r["user"]: r for r in leaderboard(engine, True, board=b, names=True)}
@@ -218,7 +219,8 @@ def grade_rows(engine, board=None) -> list[dict]:
             out.append(dict(user=u.name, display_name=u.display_name or "", team=e.team or "",
                             private_rank=p.get("rank"), private_score=p.get("private_score"),
                             public_rank=q.get("rank"), public_score=q.get("public_score"),
-                            submission=q.get("submission"), submitted_at=q.get("submitted"),
+                            submission=p.get("submission", q.get("submission")),
+                            submitted_at=p.get("submitted", q.get("submitted")),
                             submissions=len(e.subs), late_days=p.get("late_days", q.get("late_days", 0))))
     return sorted(out, key=lambda g: (g["private_rank"] or math.inf, g["public_rank"] or math.inf, g["user"]))
 
