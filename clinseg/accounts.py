@@ -167,6 +167,7 @@ def join_team(engine, user: User, code: str, size: int, merger_deadline=None, no
         me = _account(c, user.name)
         team = c.execute(sa.select(TEAMS).where(TEAMS.c.join_code == str(code)[:32]).with_for_update()).first()
         if team is None: raise BoardError("no team has that join code")
+        if me.role != "student": raise BoardError("only students are in teams")
         if me.team_id is not None: raise BoardError("you are already in a team")
         n = c.scalar(sa.select(sa.func.count()).select_from(USERS).where(USERS.c.team_id == team.id))
         if n >= size: raise BoardError(f"team {team.name!r} is full ({size} members)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json, secrets, time
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from urllib.parse import urlencode
 import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -267,10 +266,10 @@ async def mine(request):
     err = body["error"] if request.method == "POST" else None
     n = await run_in_threadpool(used, board, user)
     team = await run_in_threadpool(team_view, board, user)
+    note, bad = request.session.pop("note", None) or (None, False)   # what the last form did (`_noted`)
     return render(request, "mine", user, status if err else 200, title="My submissions", rows=rows, used=n,
                   limit=board.daily_limit, everyone=False, show_private=board.closed(), select=board.select,
-                  team=team, teams_open=teams_open(board), message=err or request.query_params.get("note"),
-                  bad=bool(err) or request.query_params.get("bad") == "1")
+                  team=team, teams_open=teams_open(board), message=err or note, bad=bool(err) or bad)
 
 # %% ../nbs/16g_pages.ipynb #6f6b7de1
 async def submission_page(request):
@@ -282,6 +281,12 @@ async def submission_page(request):
     s = submission_view(row, user, board, detail=True)
     waiting = s["status"] in ("queued", "scoring")
     return render(request, "submission", user, title=f"Submission {s['id']}", s=s, refresh=2 if waiting else None)
+
+# %% ../nbs/16g_pages.ipynb #442db82f
+def _noted(request, note, bad=False):
+    "Back to the student's page, which says `note` once (kept in the signed session, not in the address)"
+    request.session["note"] = [str(note)[:300], bool(bad)]
+    return _see("/submissions")
 
 # %% ../nbs/16g_pages.ipynb #9c4e12ae
 async def _select(request):
@@ -308,7 +313,7 @@ async def select_page(request):
     status, body = await _select(request)
     if status == 401: return _see("/login")
     note = body.get("error") or f"marked for the private board: {', '.join(map(str, body['selected'])) or 'none'}"
-    return _see("/submissions?" + urlencode({"note": note, "bad": int(status != 200)}))
+    return _noted(request, note, int(status != 200))
 
 # %% ../nbs/16g_pages.ipynb #2dcd8221
 async def _form_of(request):
@@ -316,8 +321,7 @@ async def _form_of(request):
     user, _ = await current_user(request)
     if user is None: return None, _see("/login")
     form = await read_form(request)
-    if not csrf_ok(request, form.get("csrf")): return None, _see("/submissions?" + urlencode(
-        {"note": "the form expired: send it again", "bad": 1}))
+    if not csrf_ok(request, form.get("csrf")): return None, _noted(request, "the form expired: send it again", 1)
     return (user, form), None
 
 async def team_post(request):
@@ -336,7 +340,7 @@ async def team_post(request):
                                                board.merger_deadline or board.deadline)
                 note, bad = f"team made: give its join code {code} to your teammates", 0
         except BoardError as e: note, bad = str(e), 1
-    return _see("/submissions?" + urlencode({"note": note, "bad": bad}))
+    return _noted(request, note, bad)
 
 # %% ../nbs/16g_pages.ipynb #a88e547d
 async def name_post(request):
@@ -347,7 +351,7 @@ async def name_post(request):
         await run_in_threadpool(set_display_name, request.app.state.board.engine, user, form.get("name") or None)
         note, bad = "saved: the boards show your new name", 0
     except BoardError as e: note, bad = str(e), 1
-    return _see("/submissions?" + urlencode({"note": note, "bad": bad}))
+    return _noted(request, note, bad)
 
 # %% ../nbs/16g_pages.ipynb #88fa7d91
 async def download(request):

@@ -565,7 +565,7 @@ def test_browser(db, data, tmp_path, javascript):
                 assert page.locator("#feedback tr").count() >= 2                    # a row per public image
                 page.screenshot(path=str(ARTIFACTS / f"{shot}_2_scored.png"))
                 page.click("button.select")
-                page.wait_for_url(re.compile(r".*/submissions\?.*"))
+                page.wait_for_url(f"{url}/submissions")
                 assert "marked for the private board" in page.inner_text("#message")
                 assert page.locator("#submissions .final").count() == 1
                 page.fill("#team input[name=name] >> nth=0", "Otsu's heirs")
@@ -920,6 +920,8 @@ def test_class_features(db, data, tmp_path):
         assert all(f["failure"] for f in mine["feedback"])
         seen = c.get(f"/api/submissions/{b1}", headers=_bearer(teacher)).json()["feedback"]
         assert {f["usage"] for f in seen} == {"Public", "Private"}
+        # a page's note comes from the signed session, never from the address (no text injected by a link)
+        assert "EVIL" not in c.get("/submissions?note=EVIL&bad=1", headers=_bearer(ada)).text
         # the shake-up simulator: the teacher's, before the deadline
         assert c.get("/api/shakeup", headers=_bearer(ada)).status_code == 403
         sh = c.get("/api/shakeup?rounds=200", headers=_bearer(teacher)).json()
