@@ -20,8 +20,8 @@ __all__ = ['DAILY_LIMIT', 'INVALID_TIMES', 'RULES', 'LimitReached', 'limit_text'
            'default_folder', 'default_db', 'extension', 'longest_extension', 'extend', 'Board', 'competition_source',
            'recover', 'check_rules', 'open_board', 'new_stored_name', 'problem_dicts', 'day_start', 'used_today',
            'late_days', 'record', 'receive', 'capped', 'watch_parent', 'CheckStopped', 'Checkers', 'refusal',
-           'report_in_child', 'check', 'claim', 'failure', 'item_rows', 'outcome', 'outcome_in_child', 'score_one',
-           'work', 'Worker', 'rescore']
+           'report_in_child', 'check', 'claim', 'failure', 'item_rows', 'item_json', 'outcome', 'outcome_in_child',
+           'score_one', 'work', 'Worker', 'rescore']
 
 # %% ../nbs/16c_board.ipynb #990aaf8e
 class LimitReached(BoardError):
@@ -379,6 +379,11 @@ def item_rows(comp, rows) -> list[list]:
     "The per-item rows kept with a score: [key, usage, score, failure]"
     return [[key_of(comp, r), r.get("Usage"), _number(r.get("score")), failure(r)] for r in rows]
 
+def item_json(comp, res) -> str | None:
+    ("The per-item rows of a score as stored (JSON), or None for a score that is not a mean of items (`score_all`: "
+     "its rows, per class over every image, would tell of the private part)")
+    return None if comp.score_all is not None else json.dumps(item_rows(comp, res.table.rows))
+
 # %% ../nbs/16c_board.ipynb #7dc28cfe
 def outcome(comp, sol, path, executor=None) -> dict:
     "The columns a score writes: status 'scored', the scores and per-item rows, or 'failed' and why"
@@ -386,7 +391,7 @@ def outcome(comp, sol, path, executor=None) -> dict:
         res = score(sol, path, comp, executor=executor)
         public = res.public if res.public is not None else res.score   # a solution without Usage: all of it is public
         return dict(status="scored", public_score=_number(public), private_score=_number(res.private),
-                    score=_number(res.score), error=None, items=json.dumps(item_rows(comp, res.table.rows)))
+                    score=_number(res.score), error=None, items=item_json(comp, res))
     except SubmissionError as e:
         return dict(status="failed", problems=json.dumps(problem_dicts(e.report)),
                     error="the file did not pass the scorer's checks")
