@@ -12,16 +12,16 @@ import sqlalchemy as sa
 from .competition import Competition, Solution, SubmissionError, key_of
 from .csvstream import Report
 from .submissions import COMPETITIONS, get_competition, read_solution, score, validate
-from .database import SUBMISSIONS, TEAMS, USERS, connect, writing
+from .database import SETTINGS, SUBMISSIONS, TEAMS, USERS, connect, writing
 from .accounts import BoardError
 
 # %% auto #0
 __all__ = ['DAILY_LIMIT', 'INVALID_TIMES', 'RULES', 'LimitReached', 'limit_text', 'closed_text', 'parse_deadline',
            'default_folder', 'default_db', 'extension', 'longest_extension', 'extend', 'Board', 'competition_source',
-           'recover', 'check_rules', 'open_board', 'new_stored_name', 'problem_dicts', 'day_start', 'used_today',
-           'late_days', 'record', 'receive', 'capped', 'watch_parent', 'CheckStopped', 'Checkers', 'refusal',
-           'report_in_child', 'check', 'claim', 'failure', 'item_rows', 'item_json', 'outcome', 'outcome_in_child',
-           'score_one', 'work', 'Worker', 'rescore']
+           'recover', 'check_rules', 'open_board', 'remember_rules', 'new_stored_name', 'problem_dicts', 'day_start',
+           'used_today', 'late_days', 'record', 'receive', 'capped', 'watch_parent', 'CheckStopped', 'Checkers',
+           'refusal', 'report_in_child', 'check', 'claim', 'failure', 'item_rows', 'item_json', 'outcome',
+           'outcome_in_child', 'score_one', 'work', 'Worker', 'rescore']
 
 # %% ../nbs/16c_board.ipynb #990aaf8e
 class LimitReached(BoardError):
@@ -178,6 +178,18 @@ def open_board(competition, solution, db=None, uploads=None, daily_limit=DAILY_L
     if checking and source is not None: board.checkers = Checkers()
     if recover_queue: recover(engine)
     return board
+
+# %% ../nbs/16c_board.ipynb #b2e589fa
+def remember_rules(board) -> list[str]:
+    "Keep the board's rules in the database; those changed since they were last kept, one line each"
+    def text(v): return v.isoformat() if isinstance(v, datetime) else v
+    now = {k: text(getattr(board, k)) for k in ("daily_limit", "deadline", *RULES)}
+    with writing(board.engine) as c:
+        row = c.execute(sa.select(SETTINGS.c.value).where(SETTINGS.c.key == "rules").with_for_update()).first()
+        if row is None: c.execute(SETTINGS.insert().values(key="rules", value=json.dumps(now)))
+        else: c.execute(SETTINGS.update().where(SETTINGS.c.key == "rules").values(value=json.dumps(now)))
+    before = json.loads(row.value) if row is not None else now
+    return [f"{k} {before.get(k)!r} -> {v!r}" for k, v in now.items() if before.get(k, v) != v]
 
 # %% ../nbs/16c_board.ipynb #e0e5fac0
 def new_stored_name() -> str:

@@ -382,7 +382,7 @@ async def teacher_page(request):
     rows = [submission_view(r, user, board, closed=shut) for r in await run_in_threadpool(_rows, board.engine)]
     shake = None if board.closed() else await run_in_threadpool(shakeup_figures, board, 500)
     return render(request, "teacher", user, title="All submissions", rows=rows, everyone=True, show_private=True,
-                  limit=board.daily_limit, message=request.query_params.get("done"), shake=shake)
+                  limit=board.daily_limit, message=request.session.pop("done", None), shake=shake)
 
 async def api_shakeup(request):
     "The shake-up simulator's figures, for a teacher (`?rounds=`, 1000 by default)"
@@ -403,7 +403,8 @@ async def rescore_post(request):
     ids = None if which == "all" else [parse_id(which)]
     if ids == [None]: return PlainTextResponse("id: a submission's number, or 'all'\n", 400)
     n = await run_in_threadpool(rescore, request.app.state.board, ids)
-    return _see(f"/teacher?done={n}+submissions+queued+again")
+    request.session["done"] = f"{n} submissions queued again"   # said once, by the page (not in its address)
+    return _see("/teacher")
 
 # %% ../nbs/16g_pages.ipynb #ea948f61
 async def grades(request):

@@ -109,7 +109,7 @@ def _rules(args) -> dict:
 def serve_command(args) -> int:
     "`clinseg serve`: open the board, take its lease, start the scoring worker and the web server; returns at Ctrl-C"
     import uvicorn
-    from clinseg.board import DAILY_LIMIT, open_board, recover
+    from clinseg.board import DAILY_LIMIT, open_board, recover, remember_rules
     from clinseg.database import Lease
     from clinseg.pages import create_app
     from clinseg.parallel import as_executor, dask_client
@@ -142,6 +142,9 @@ def serve_command(args) -> int:
         if not server.started: raise ServeError("the server did not start: see the messages above")
     try:
         recover(board.engine)   # under the lease: no other server is scoring these
+        changed = remember_rules(board)
+        if changed: print("clinseg: the rules changed since the last start (the boards and grades use the new ones): "
+                          + "; ".join(changed), file=sys.stderr, flush=True)
         if args.scheduler:
             with dask_client(args.scheduler) as client:
                 board.executor = as_executor(client)

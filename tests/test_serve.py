@@ -344,7 +344,9 @@ def test_sessions_and_csrf(db, data, tmp_path):
         assert "download" in page and "Grades (CSV)" in page
         assert c.post("/teacher/rescore", data={"id": "all"}).status_code == 403
         r = c.post("/teacher/rescore", data={"id": "all", "csrf": csrf_of(page)}, follow_redirects=False)
-        assert r.status_code == 303 and "queued" in r.headers["location"]
+        assert r.status_code == 303 and r.headers["location"] == "/teacher"
+        assert "submissions queued again" in c.get("/teacher").text               # said once, from the session
+        assert "submissions queued again" not in c.get("/teacher").text
     # a cookie signed with another secret is not a session
     from itsdangerous import TimestampSigner
     import base64
@@ -784,7 +786,8 @@ def test_invalid_uploads_limited(db, data, tmp_path):
 
 
 def test_one_server_per_database(data, tmp_path):
-    "Attack 6: a second server on the same database refuses to start, in one line; it starts once the first stops"
+    ("Attack 6: a second server on the same database refuses to start, in one line; it starts once the first stops "
+     "(and says which rules changed since)")
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     code = ("import sys; from argparse import Namespace; from clinseg.serve import main; "
             f"sys.exit(main(['serve', '-c', 'dsb2018', '-s', {str(data.solution)!r}, '--db', {db!r}, '--port', '0']))")
@@ -792,7 +795,9 @@ def test_one_server_per_database(data, tmp_path):
         second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=SAFETY)
     assert second.returncode != 0 and "another server" in second.stderr and "Traceback" not in second.stderr, second
     assert second.stderr.strip().count("\n") == 0, second.stderr
-    with live_server(tmp_path, "dsb2018", data.solution, db): pass
+    with live_server(tmp_path, "dsb2018", data.solution, db, daily_limit=3) as (url, proc): pass
+    assert "the rules changed since the last start" in proc.log.read_text() and "daily_limit 5 -> 3" in \
+        proc.log.read_text()                                      # and a restart with other rules says so
 
 
 def test_tokens_reset_and_disabled(data, tmp_path):
