@@ -9,8 +9,8 @@ from pathlib import Path
 
 
 # %% auto #0
-__all__ = ['SERVE_HELP', 'ADMIN_ACTIONS', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'listen', 'serve_command',
-           'admin_command', 'multipart_file', 'request', 'wait_for', 'submit_command', 'main']
+__all__ = ['SERVE_HELP', 'ADMIN_ACTIONS', 'RULE_ARGUMENTS', 'SERVE_ARGUMENTS', 'SERVE_COMMANDS', 'ServeError', 'listen',
+           'serve_command', 'admin_command', 'multipart_file', 'request', 'wait_for', 'submit_command', 'main']
 
 # %% ../nbs/16h_serve.ipynb #51e5390e
 def _a(*names, **kwargs): return names, kwargs
@@ -25,6 +25,34 @@ ADMIN_ACTIONS = {"add-user": "a student (prints the token, once)", "add-teacher"
                  "disable": "the account's token and sessions stop", "enable": "undo disable",
                  "extend": "more days for a student or a team"}
 
+
+# %% ../nbs/16h_serve.ipynb #e80c1567
+RULE_ARGUMENTS = [
+    _a("--select", type=int, default=2, metavar="N",
+       help="submissions each team marks for the private board (default 2; unmarked: its best N public)"),
+    _a("--rule", choices=["selected", "best", "last"], default="selected",
+       help="what the private board takes: the marked ones (default), the best public one, or the last"),
+    _a("--late-days", type=float, default=0, metavar="D",
+       help="a late window of D days after the deadline (default 0: none)"),
+    _a("--late-penalty", type=float, default=0, metavar="P",
+       help="the fraction of the score taken off per late day, e.g. 0.1 (default 0)"),
+    _a("--late-cap", type=float, default=1, metavar="C", help="at most this fraction in all (default 1)"),
+    _a("--invalid-limit", type=int, metavar="N",
+       help="invalid uploads per student or team per UTC day (default 4 times the daily limit)"),
+    _a("--team-size", type=int, default=1, metavar="N",
+       help="largest team students may form themselves (default 1: only the teacher makes teams)"),
+    _a("--merger-deadline", metavar="ISO-TIME", help="after it, no one joins a team"),
+    _a("--anonymous", action="store_true",
+       help='show "Student 17" rather than account names on the boards (display names still show)'),
+    _a("--check-memory-mb", type=int, default=1024,
+       help="memory one validation may use, in MB (default 1024)"),
+    _a("--check-seconds", type=float, default=60, help="CPU seconds one validation may take (default 60)"),
+    _a("--sign-in-limit", type=int, default=10, metavar="N",
+       help="failed sign-ins a minute per token and per address, then 429 (default 10; raise it for a "
+            "class behind one address)")]
+
+
+# %% ../nbs/16h_serve.ipynb #298b2d2c
 SERVE_ARGUMENTS = {
     "serve": [_a("--competition", "-c", required=True, metavar="NAME_OR_FILE",
                  help="a competition's name, or a .py file defining COMPETITION"),
@@ -45,29 +73,7 @@ SERVE_ARGUMENTS = {
               _a("--uploads", metavar="DIR",
                  help="folder of the uploaded files (default: clinseg-board/uploads next to the solution)"),
               _a("--secure-cookie", action="store_true",
-                 help="mark the session cookie Secure (set it when the site is reached over https)"),
-              _a("--select", type=int, default=2, metavar="N",
-                 help="submissions each team marks for the private board (default 2; unmarked: its best N public)"),
-              _a("--rule", choices=["selected", "best", "last"], default="selected",
-                 help="what the private board takes: the marked ones (default), the best public one, or the last"),
-              _a("--late-days", type=float, default=0, metavar="D",
-                 help="a late window of D days after the deadline (default 0: none)"),
-              _a("--late-penalty", type=float, default=0, metavar="P",
-                 help="the fraction of the score taken off per late day, e.g. 0.1 (default 0)"),
-              _a("--late-cap", type=float, default=1, metavar="C", help="at most this fraction in all (default 1)"),
-              _a("--invalid-limit", type=int, metavar="N",
-                 help="invalid uploads per student or team per UTC day (default 4 times the daily limit)"),
-              _a("--team-size", type=int, default=1, metavar="N",
-                 help="largest team students may form themselves (default 1: only the teacher makes teams)"),
-              _a("--merger-deadline", metavar="ISO-TIME", help="after it, no one joins a team"),
-              _a("--anonymous", action="store_true",
-                 help='show "Student 17" rather than account names on the boards (display names still show)'),
-              _a("--check-memory-mb", type=int, default=1024,
-                 help="memory one validation may use, in MB (default 1024)"),
-              _a("--check-seconds", type=float, default=60, help="CPU seconds one validation may take (default 60)"),
-              _a("--sign-in-limit", type=int, default=10, metavar="N",
-                 help="failed sign-ins a minute per token and per address, then 429 (default 10; raise it for a "
-                      "class behind one address)")],
+                 help="mark the session cookie Secure (set it when the site is reached over https)")] + RULE_ARGUMENTS,
     "serve-admin": [_a("action", choices=list(ADMIN_ACTIONS),
                        help="; ".join(f"{k}: {v}" for k, v in ADMIN_ACTIONS.items())),
                     _a("name", help="the account's (or the team's) name"),

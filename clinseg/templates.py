@@ -82,6 +82,14 @@ Mark up to {{ select }} for the private board ("final"); unmarked, your best {{ 
 style="display:inline"><input type="hidden" name="csrf" value="{{ csrf }}">\
 <input type="hidden" name="id" value="{{ s.id }}"><button>rescore</button></form>{% endif %}</td>
 {% endif %}</tr>{% endfor %}</table>""",
+"select": """{% if not closed %}<form method="post" action="/submissions/{{ s.id }}/select" style="display:inline">\
+<input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="selected" \
+value="{{ 0 if s.selected else 1 }}"><button class="select">{{ "unmark" if s.selected else "mark" }}</button>\
+</form>{% endif %}{% if s.selected %} <b class="final">final</b>{% endif %}""",
+}
+
+# %% ../nbs/16f_templates.ipynb #fe35e217
+TEMPLATES |= {
 "submission": """{% extends "base" %}{% block body %}<p>File {{ s.filename }}\
 , uploaded {{ s.created }} by {{ s.user }} · <a href="/submissions/{{ s.id }}/file">download</a></p>
 <p>Status: <b id="status">{{ s.status }}</b>\
@@ -97,10 +105,6 @@ style="display:inline"><input type="hidden" name="csrf" value="{{ csrf }}">\
 </tr>{% for p in s.problems %}
 <tr><td>{{ p.level }}</td><td>{{ "" if p.row is none else p.row }}</td><td>{{ p.field or "" }}</td>\
 <td>{{ p.message }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
-"select": """{% if not closed %}<form method="post" action="/submissions/{{ s.id }}/select" style="display:inline">\
-<input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="selected" \
-value="{{ 0 if s.selected else 1 }}"><button class="select">{{ "unmark" if s.selected else "mark" }}</button>\
-</form>{% endif %}{% if s.selected %} <b class="final">final</b>{% endif %}""",
 "feedback": """{% if s.feedback %}<h2>Per image{% if not user.teacher %} (the public part){% endif %}</h2>
 <table id="feedback"><tr><th>image</th>{% if user.teacher %}<th>part</th>{% endif %}<th>score</th><th>what went \
 wrong</th></tr>{% for f in s.feedback %}<tr><td>{{ f.item[:16] }}</td>{% if user.teacher %}<td>{{ f.usage }}\
