@@ -105,7 +105,7 @@ def authenticate(engine, token: str) -> User | None:
 # %% ../nbs/16b_accounts.ipynb #53e9fd23
 def session_user(engine, uid, epoch) -> User | None:
     "The user of a session (its account id and epoch); None for no account, a disabled one, or an ended session"
-    user = user_by_id(engine, uid) if isinstance(uid, int) and isinstance(epoch, int) else None
+    user = user_by_id(engine, uid) if isinstance(epoch, int) else None
     return user if user is not None and user.epoch == epoch else None
 
 # %% ../nbs/16b_accounts.ipynb #dc59bd4c
@@ -158,32 +158,39 @@ def add_team(engine, team: str, members=()) -> str:
     return row.join_code
 
 # %% ../nbs/16b_accounts.ipynb #676bdd75
+def _join(c, user, team, size):
+    "Put a student with no team in `team`, within `size`, in the open transaction `c`"
+    me = _account(c, user.name)
+    if me.role != "student": raise BoardError("only students are in teams")
+    if me.team_id is not None: raise BoardError("you are already in a team")
+    n = c.scalar(sa.select(sa.func.count()).select_from(USERS).where(USERS.c.team_id == team.id))
+    if n >= size: raise BoardError(f"team {team.name!r} is full ({size} members)")
+    c.execute(USERS.update().where(USERS.c.id == me.id).values(team_id=team.id))
+
 def join_team(engine, user: User, code: str, size: int, merger_deadline=None, now=None) -> str:
     "Put a student in the team of a join code, within the team size and before the merger deadline; its name"
     now = time.time() if now is None else now
     if merger_deadline is not None and now >= merger_deadline.timestamp():
         raise BoardError(f"teams closed at {merger_deadline.isoformat()}")
     with writing(engine) as c:
-        me = _account(c, user.name)
         team = c.execute(sa.select(TEAMS).where(TEAMS.c.join_code == str(code)[:32]).with_for_update()).first()
         if team is None: raise BoardError("no team has that join code")
-        if me.role != "student": raise BoardError("only students are in teams")
-        if me.team_id is not None: raise BoardError("you are already in a team")
-        n = c.scalar(sa.select(sa.func.count()).select_from(USERS).where(USERS.c.team_id == team.id))
-        if n >= size: raise BoardError(f"team {team.name!r} is full ({size} members)")
-        c.execute(USERS.update().where(USERS.c.id == me.id).values(team_id=team.id))
+        _join(c, user, team, size)
     return team.name
 
 # %% ../nbs/16b_accounts.ipynb #881496bf
 def create_team(engine, user: User, name: str, size: int, merger_deadline=None, now=None) -> str:
     "A student's new team, with the student in it; returns its join code for the others"
     if size < 2: raise BoardError("this class has no student-formed teams")
-    with writing(engine) as c:
+    now = time.time() if now is None else now
+    if merger_deadline is not None and now >= merger_deadline.timestamp():
+        raise BoardError(f"teams closed at {merger_deadline.isoformat()}")
+    with writing(engine) as c:   # in one transaction: a refused student leaves no empty team behind
         if c.scalar(sa.select(TEAMS.c.id).where(TEAMS.c.name == _shown(name))) is not None:
             raise BoardError(f"team {name!r} already exists")
-        code = _team_row(c, name).join_code
-    join_team(engine, user, code, size, merger_deadline, now)
-    return code
+        team = _team_row(c, name)
+        _join(c, user, team, size)
+    return team.join_code
 
 # %% ../nbs/16b_accounts.ipynb #a73947a1
 def members_of(conn, user_id) -> list[int]:

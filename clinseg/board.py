@@ -13,7 +13,7 @@ from .competition import Competition, Solution, SubmissionError, key_of
 from .csvstream import Report
 from .submissions import COMPETITIONS, get_competition, read_solution, score, validate
 from .database import SETTINGS, SUBMISSIONS, TEAMS, USERS, connect, writing
-from .accounts import BoardError
+from .accounts import BoardError, members_of
 
 # %% auto #0
 __all__ = ['DAILY_LIMIT', 'INVALID_TIMES', 'RULES', 'LimitReached', 'limit_text', 'closed_text', 'parse_deadline',
@@ -211,16 +211,10 @@ def day_start(now: float) -> float:
     return math.floor(now / 86400) * 86400
 
 # %% ../nbs/16c_board.ipynb #fdc51b60
-def _members(user_id):
-    "The accounts whose uploads count with this one's: its team's, or itself alone"
-    team = sa.select(USERS.c.team_id).where(USERS.c.id == user_id).scalar_subquery()
-    return sa.select(USERS.c.id).where(sa.or_(USERS.c.id == user_id, sa.and_(USERS.c.team_id.is_not(None),
-                                                                              USERS.c.team_id == team)))
-
 def used_today(conn, user_id, now, invalid=False) -> int:
     "The counted submissions (every one but the invalid; or, with `invalid`, only those) of the user's team today"
     status = SUBMISSIONS.c.status == "invalid" if invalid else SUBMISSIONS.c.status != "invalid"
-    q = sa.select(sa.func.count()).select_from(SUBMISSIONS).where(SUBMISSIONS.c.user_id.in_(_members(user_id)),
+    q = sa.select(sa.func.count()).select_from(SUBMISSIONS).where(SUBMISSIONS.c.user_id.in_(members_of(conn, user_id)),
         SUBMISSIONS.c.created >= day_start(now), status)
     return conn.scalar(q)
 
@@ -228,7 +222,7 @@ def used_today(conn, user_id, now, invalid=False) -> int:
 def late_days(board, ext, now) -> int:
     "Whole days (begun) after someone's deadline (the deadline plus their extension): 0 if on time"
     if board.deadline is None: return 0
-    over = now - board.ends(ext - board.late_days)
+    over = now - (board.deadline.timestamp() + 86400 * ext)
     return 0 if over <= 0 else math.ceil(over / 86400)
 
 def record(board, user, stored, filename, report, now=None) -> dict:
@@ -238,7 +232,8 @@ def record(board, user, stored, filename, report, now=None) -> dict:
     path = board.uploads / stored
     with writing(board.engine) as c:
         # PostgreSQL: the rows of the student's team locked (in id order), so that its uploads are counted one at a time
-        c.execute(sa.select(USERS.c.id).where(USERS.c.id.in_(_members(user.id))).order_by(USERS.c.id).with_for_update())
+        c.execute(sa.select(USERS.c.id).where(USERS.c.id.in_(members_of(c, user.id))).order_by(USERS.c.id)
+                  .with_for_update())
         n, limit = used_today(c, user.id, now, not report.ok), board.daily_limit if report.ok else board.invalid_limit
         if n >= limit:
             raise LimitReached(limit_text(user.name, n, limit, "submissions" if report.ok else "invalid uploads"))
@@ -256,6 +251,7 @@ def receive(board, user, path, filename, now=None) -> dict:
     try:
         with board.engine.connect() as c: end = board.ends(extension(c, user))
         if end is not None and now >= end: raise BoardError(closed_text(datetime.fromtimestamp(end, timezone.utc)))
+        # (in this thread without checking processes: `check`, below, does the same; this chapter meets it later)
         report = validate(path, board.competition, board.solution) if board.checkers is None else check(board, path)
         return record(board, user, path.name, filename, report, now)
     except BaseException:
@@ -347,7 +343,9 @@ def report_in_child(source, solution, path, seconds, memory_mb) -> Report:
 
 # %% ../nbs/16c_board.ipynb #354ad89b
 def check(board, path) -> Report:
-    "The validation report of an upload, from a checking process (a one-line refusal if it stopped at a cap)"
+    ("The validation report of an upload: from a checking process when the board has them (a one-line refusal if "
+     "it stopped at a cap), else in this thread")
+    if board.checkers is None: return validate(path, board.competition, board.solution)
     try:
         return board.checkers.run(report_in_child, board.source, board.solution_path, str(path), board.check_seconds,
                                   board.check_memory)

@@ -106,11 +106,10 @@ def listen(host, port):
 
 # %% ../nbs/16h_serve.ipynb #b5a39ab5
 def _rules(args) -> dict:
-    "The board's rules from the command's arguments (an option left out: the board's default)"
-    names = dict(select="select", rule="rule", late_days="late_days", late_penalty="late_penalty", late_cap="late_cap",
-                 invalid_limit="invalid_limit", team_size="team_size", merger_deadline="merger_deadline",
-                 anonymous="anonymous", check_memory="check_memory_mb", check_seconds="check_seconds")
-    return {k: getattr(args, a) for k, a in names.items() if getattr(args, a, None) is not None}
+    "The board's rules (`clinseg.board.RULES`) from the command's arguments (an option left out: the board's default)"
+    from clinseg.board import RULES
+    def option(k): return getattr(args, "check_memory_mb" if k == "check_memory" else k, None)
+    return {k: option(k) for k in RULES if option(k) is not None}
 
 def serve_command(args) -> int:
     "`clinseg serve`: open the board, take its lease, start the scoring worker and the web server; returns at Ctrl-C"

@@ -4,9 +4,10 @@
 
 # %% ../nbs/16d_standings.ipynb #e7cd9ac0
 from __future__ import annotations
-import csv, io, json, math, time
+import csv, io, json, math, shutil, time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from types import SimpleNamespace
 import numpy as np
 import sqlalchemy as sa
@@ -14,11 +15,10 @@ from .uncertainty import bootstrap_interval, rank_stability, shakeup
 from .database import SUBMISSIONS, TEAMS, USERS, writing
 from .accounts import BoardError, add_user, members_of, user_by_id
 from .board import LimitReached, check, new_stored_name, record
-from .submissions import validate
 
 # %% auto #0
 __all__ = ['DEFAULT_RULES', 'GRADE_COLUMNS', 'Entrant', 'entrants', 'penalised', 'select_submission', 'best_public', 'counted',
-           'leaderboard', 'item_scores', 'with_uncertainty', 'shakeup_figures', 'feedback', 'add_baseline',
+           'leaderboard', 'item_scores', 'items_of', 'with_uncertainty', 'shakeup_figures', 'feedback', 'add_baseline',
            'grade_rows', 'grades_csv']
 
 # %% ../nbs/16d_standings.ipynb #fd2e8392
@@ -123,11 +123,10 @@ def leaderboard(engine, private=False, board=None, names=None) -> list[dict]:
         if s is not None: out.append(_row(e, s, len(e.subs), private, b))
     key = "private_score" if private else "public_score"
     out.sort(key=lambda r: (-r[key], r["submitted"], r["submission"]))
-    rank = 0
+    rank, hide = 0, b.anonymous if names is None else not names
     for r in out:
         if not r["baseline"]: r["rank"] = rank = rank + 1
-        if not (b.anonymous if names is None else not names): continue
-        r["user"] = r["display_name"]
+        if hide: r["user"] = r["display_name"]
     return out
 
 # %% ../nbs/16d_standings.ipynb #0448f775
@@ -136,14 +135,18 @@ def item_scores(items_json, part=None) -> dict:
     rows = json.loads(items_json) if items_json else []
     return {k: s for k, usage, s, _ in rows if s is not None and (part is None or usage == part)}
 
+def items_of(engine, ids, part=None) -> dict:
+    "{submission id: its `item_scores`} of these submissions"
+    with engine.connect() as c:
+        q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_(list(ids)))
+        return {i: item_scores(j, part) for i, j in c.execute(q)}
+
 # %% ../nbs/16d_standings.ipynb #b72ab0fe
 _UNCERTAIN = {}   # the figures of the last few boards, by what they were computed from
 
 def _figures(engine, subs, rounds, seed):
     "{submission id: (interval, rank kept, rank range)} of the private board's submissions `subs`"
-    with engine.connect() as c:
-        q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_([s for s, _ in subs]))
-        items = {i: item_scores(j, "Private") for i, j in c.execute(q)}
+    items = items_of(engine, [s for s, _ in subs], "Private")
     out = {s: [list(bootstrap_interval(list(items[s].values()), rounds=rounds, seed=seed)) if items.get(s) else None,
                None, None] for s, _ in subs}
     ranked = [s for s, baseline in subs if not baseline and items.get(s)]
@@ -169,10 +172,7 @@ def shakeup_figures(board, rounds=1000, seed=0) -> dict:
     usage = list((board.solution.usage or {}).values())
     frac = usage.count("Private") / max(1, usage.count("Private") + usage.count("Public")) if usage else 0.5
     rows = [r for r in leaderboard(board.engine, board=board, names=True) if not r["baseline"]]
-    with board.engine.connect() as c:
-        ids = [r["submission"] for r in rows]
-        q = sa.select(SUBMISSIONS.c.id, SUBMISSIONS.c["items"]).where(SUBMISSIONS.c.id.in_(ids))
-        items = {i: item_scores(j, "Public" if board.solution.usage else None) for i, j in c.execute(q)}
+    items = items_of(board.engine, [r["submission"] for r in rows], "Public" if board.solution.usage else None)
     keys = sorted(set.intersection(*(set(items[r["submission"]]) for r in rows))) if rows else []
     table = {r["user"]: np.array([items[r["submission"]][k] for k in keys]) for r in rows}
     return dict(private_fraction=frac, **shakeup(table, min(max(frac, 0.01), 0.99), rounds=rounds, seed=seed))
@@ -191,9 +191,8 @@ def add_baseline(board, name: str, path, display_name=None) -> dict:
     elif row.role != "baseline": raise BoardError(f"{name!r} is a {row.role}'s account, not a baseline")
     with board.engine.connect() as c: uid = c.scalar(sa.select(USERS.c.id).where(USERS.c.name == name))
     stored = board.uploads / new_stored_name()
-    stored.write_bytes(open(path, "rb").read())
-    report = validate(stored, board.competition, board.solution) if board.checkers is None else check(board, stored)
-    out = record(board, user_by_id(board.engine, uid), stored.name, str(path).rsplit("/", 1)[-1], report)
+    shutil.copyfile(path, stored)
+    out = record(board, user_by_id(board.engine, uid), stored.name, Path(path).name, check(board, stored))
     if out["status"] == "invalid": raise BoardError(f"{path}: {out['problems'][0]['message']}")
     return out
 

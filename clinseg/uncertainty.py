@@ -47,6 +47,13 @@ def _percentile_interval(means, level):
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
 
+def _interval(scores, level, rounds, seed, means):
+    "The checks, the cases without a spread, then the percentile interval of `means(x, rounds, seed)`"
+    x, level, rounds = _item_scores(scores), _check_level(level), _check_rounds(rounds)
+    if len(x) == 0: return None, None
+    if len(x) == 1: return float(x[0]), float(x[0])
+    return _percentile_interval(means(x, rounds, seed), level)
+
 # %% ../nbs/14a_uncertainty.ipynb #73e04303
 def textbook_bootstrap_interval(scores,       # per-item scores (Dice per image, ...): a 1-D list or array
                                 level=0.95,   # the confidence level of the interval
@@ -54,10 +61,7 @@ def textbook_bootstrap_interval(scores,       # per-item scores (Dice per image,
                                 seed=0,       # seed of np.random.default_rng: same seed, same interval
                                ) -> tuple:    # (low, high); (None, None) without items; (x, x) for one item
     "Percentile bootstrap interval of the mean of `scores`, one round at a time"
-    x, level, rounds = _item_scores(scores), _check_level(level), _check_rounds(rounds)
-    if len(x) == 0: return None, None
-    if len(x) == 1: return float(x[0]), float(x[0])
-    return _percentile_interval(_textbook_means(x, rounds, seed), level)
+    return _interval(scores, level, rounds, seed, _textbook_means)
 
 # %% ../nbs/14a_uncertainty.ipynb #be72686d
 def _score_table(table):
@@ -218,7 +222,4 @@ def bootstrap_interval(scores,       # per-item scores (Dice per image, ...): a 
                        seed=0,       # seed of np.random.default_rng: same seed, same interval
                       ) -> tuple:    # (low, high); (None, None) without items; (x, x) for one item
     "Percentile bootstrap interval of the mean of `scores` (the same numbers as `textbook_bootstrap_interval`)"
-    x, level, rounds = _item_scores(scores), _check_level(level), _check_rounds(rounds)
-    if len(x) == 0: return None, None
-    if len(x) == 1: return float(x[0]), float(x[0])
-    return _percentile_interval(_bootstrap_means(x, rounds, seed), level)
+    return _interval(scores, level, rounds, seed, _bootstrap_means)
