@@ -23,6 +23,7 @@ from .dicom_seg import read_dicom_seg
 from .viewer import ct_viewer, window
 from .imageio import ImageError, read_image
 from .competition import Competition, SubmissionError
+from .folders import evaluate_folders
 from .scoring import Table, dice_items, instance_items
 from .uncertainty import bootstrap_interval
 from .submissions import (get_competition, load_competition, plot_scores, read_solution, score, submission_checker,

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math
 import numpy as np
+from .regions import per_region
 from .runs import as_bool_mask
 from .kernels import kernel, numba_available
 
@@ -121,8 +122,10 @@ def dice(pred,       # prediction: boolean or 0/1 array, any number of dimension
          empty=1.0,  # the score when both are empty (1.0 in HW2 and NeoPolyp); a number or nan
          # 'score': an empty truth is scored; 'ignore': nan whenever the truth is empty (MONAI's default)
          empty_truth="score",
+         regions=None,  # label arrays: score each region, {name: labels} or a preset name -> {name: score}
          ) -> float:  # 2|X∩Y| / (|X| + |Y|); 0 when only one of them is empty (nan for an empty truth under 'ignore')
     "Dice coefficient of two masks"
+    if regions is not None: return per_region(dice, pred, truth, regions, empty=empty, empty_truth=empty_truth)
     e = check_empty(empty)
     check_empty_truth(empty_truth, e)
     return dice_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)
@@ -132,8 +135,10 @@ def iou(pred,        # prediction: boolean or 0/1 array, any number of dimension
         truth,       # truth: boolean or 0/1 array of the same shape
         empty=1.0,   # the score when both are empty; a number or nan
         empty_truth="score", # 'score' or 'ignore' (nan whenever the truth is empty, as MONAI's MeanIoU)
+        regions=None,  # label arrays: score each region, {name: labels} or a preset name -> {name: score}
        ) -> float:   # |X∩Y| / |X∪Y|; 0 when only one of them is empty (nan for an empty truth under 'ignore')
     "Intersection over union (Jaccard index) of two masks"
+    if regions is not None: return per_region(iou, pred, truth, regions, empty=empty, empty_truth=empty_truth)
     e = check_empty(empty)
     check_empty_truth(empty_truth, e)
     return iou_from_counts(*mask_counts(pred, truth), empty=e, empty_truth=empty_truth)

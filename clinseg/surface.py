@@ -8,6 +8,7 @@ import functools, itertools, math
 from typing import NamedTuple
 import numpy as np
 from .dice import dice
+from .regions import per_region
 
 def _ndimage():
     "scipy.ndimage, imported at the first use (it takes a fifth of a second, and most commands never need it)"
@@ -199,8 +200,12 @@ def hd95(pred,                # prediction: boolean or 0/1 array (2-D or 3-D for
          both_empty=0.0,      # the value when both masks are empty: a number, inf or nan
          one_empty=math.inf,  # the value when one is empty: inf, nan, a number (a cap) or 'diagonal'
          connectivity=1,      # surface neighbours for 'pooled' and 'max': 1 (faces, medpy) to ndim
+         regions=None,        # label arrays: score each region ({name: labels} or a preset) -> {name: mm}
         ) -> float:           # mm
     "95th-percentile Hausdorff distance, in mm, in the definition `method` names"
+    if regions is not None:
+        return per_region(hd95, pred, truth, regions, spacing=spacing, method=method, q=q, both_empty=both_empty,
+                          one_empty=one_empty, connectivity=connectivity)
     if method not in HD95_METHODS: raise ValueError(f"method must be one of {list(HD95_METHODS)}, not {method!r}")
     if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0 <= q <= 100:
         raise ValueError(f"q must be a percentile from 0 to 100, not {q!r}")
@@ -357,8 +362,12 @@ def surface_dice(pred,            # prediction: boolean or 0/1 array (2-D or 3-D
                  method="surfel",
                  empty=1.0,       # the score when both masks are empty: a number in [0, 1] or nan
                  connectivity=1,  # surface neighbours for method='voxel'
+                 regions=None,    # label arrays: score each region ({name: labels} or a preset) -> {name: score}
                  ) -> float:       # in [0, 1]; 0 when exactly one mask is empty
     "Normalised surface Dice at a tolerance in mm: the share of both surfaces within `tolerance` of the other"
+    if regions is not None:
+        return per_region(surface_dice, pred, truth, regions, spacing=spacing, tolerance=tolerance, method=method,
+                          empty=empty, connectivity=connectivity)
     if method not in ("surfel", "voxel"):
         raise ValueError(f"method must be 'surfel' (DeepMind) or 'voxel' (MONAI's default), not {method!r}")
     if (isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, (int, float, np.integer, np.floating))
