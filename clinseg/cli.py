@@ -14,6 +14,9 @@ from .rle import CONVENTIONS, decode, encode
 from .imageio import read_image, read_nifti
 from .files import new_file, whole_file
 from .parallel import dask_client, usable_cpus
+from .regions import REGION_PRESETS, as_regions
+from .folders import (evaluate_folders, get_protocol, protocols, write_case_table,
+                             write_evaluation_json)
 from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
@@ -442,6 +445,73 @@ def _notebooks(args):
         raise CLIError(f"{dest}: is inside the notebooks' folder {source}: give a folder outside it")
     written = write_student_edition(source, dest)   # refuses a folder that is not empty, in one line
     print(f"wrote {len(written)} notebook{'s' * (len(written) != 1)} (the student edition) into {dest}")
+    return 0
+
+# %% ../nbs/17_cli.ipynb #78687337
+def _regions(text):
+    "`--regions`: a preset name, labels `1,2,3` (one region each), or regions `WT=1,2,3;TC=1,3;ET=3`"
+    try:
+        if "=" in text:
+            pairs = [part.split("=", 1) for part in text.split(";") if part.strip()]
+            return as_regions({k.strip(): [_count(v) for v in ls.split(",")] for k, ls in pairs})
+        if text.replace(",", "").replace(" ", "").isdigit(): return as_regions([_count(v) for v in text.split(",")])
+        return as_regions(text)
+    except (ValueError, argparse.ArgumentTypeError) as e: raise argparse.ArgumentTypeError(_one_line(e)) from None
+
+def _summary_lines(evaluation) -> list:
+    "One line per region of the summary: its name, then each mean"
+    def f(v): return f"{v:.6f}" if isinstance(v, float) else str(v)
+    return [f"{region}: " + "  ".join(f"{k} {f(v)}" for k, v in cols.items())
+            for region, cols in evaluation.summary.items()]
+
+def _write_outputs(evaluation, args):
+    "The --csv and --json files, each written whole (the evaluation is finished before either is opened)"
+    if args.csv: write_case_table(evaluation, args.csv, overwrite=args.force)
+    if args.json:
+        (evaluation.protocol.write_json or write_evaluation_json)(evaluation, args.json, overwrite=args.force)
+
+# %% ../nbs/17_cli.ipynb #07c6ba84
+@subcommand("evaluate", "score folders of NIfTI label volumes as a medical challenge does (BraTS, KiTS, nnU-Net, Dice)",
+            arg("--truth", required=True, metavar="DIR", help="the folder of true label volumes (.nii.gz or .nii)"),
+            arg("--predictions", required=True, metavar="DIR", action="append",
+                help="the folder of predictions, named like the truth's; give it again to rank several submissions"),
+            arg("--protocol", default="dice", metavar="NAME",
+                help=f"how cases are scored: {', '.join(protocols())}, or a .py file holding PROTOCOLS"),
+            arg("--regions", type=_regions, metavar="REGIONS",
+                help=f"regions instead of the protocol's: a preset ({', '.join(REGION_PRESETS) or 'none'}), labels "
+                     "1,2,3, or WT=1,2,3;TC=1,3;ET=3"),
+            arg("--csv", metavar="FILE", help="write the per-case table"),
+            arg("--json", metavar="FILE", help="write the protocol's JSON (nnunet: nnU-Net's summary.json)"),
+            arg("--jobs", "-j", type=_count, default=1, metavar="N", help="score cases in N local processes"),
+            arg("--workers", type=_count, metavar="N", help="score on a new local dask cluster of N workers"),
+            arg("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786"),
+            arg("--force", action="store_true", help="replace the --csv or --json file if it exists"))
+def _evaluate(args):
+    with _reading("--protocol"): protocol = get_protocol(args.protocol)
+    several = len(args.predictions) > 1
+    if several and (args.csv or args.json): raise CLIError("--csv and --json take one --predictions folder")
+    if several and protocol.rank is None:
+        raise CLIError(f"the {protocol.name} protocol has no ranking: give one --predictions folder")
+    for out in (args.csv, args.json):
+        _refuse_onto_inputs(out, [("truth", args.truth)] + [("predictions", p) for p in args.predictions])
+        _refuse_existing(out, args)
+    ways = [f for f, on in (("--jobs", args.jobs > 1), ("--workers", args.workers is not None),
+                            ("--scheduler", args.scheduler is not None)) if on]
+    if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
+    def run(folder, **kw):
+        with _reading(folder):
+            return evaluate_folders(args.truth, folder, protocol, args.regions, progress=_progress(args), **kw)
+    if args.workers is not None or args.scheduler is not None:
+        with dask_client(args.scheduler, args.workers) as client:
+            done = {p: run(p, executor=client) for p in args.predictions}
+    else: done = {p: run(p, jobs=_jobs(args)) for p in args.predictions}
+    if several:
+        for row in protocol.rank(done): print("  ".join(f"{k} {v}" for k, v in row.items()))
+        return 0
+    evaluation = done[args.predictions[0]]
+    print(f"{args.predictions[0]}: {len(evaluation.cases)} cases, protocol {protocol.name}")
+    print(*_summary_lines(evaluation), sep="\n")
+    _write_outputs(evaluation, args)
     return 0
 
 # %% ../nbs/17_cli.ipynb #c7148e59
