@@ -449,11 +449,13 @@ def _notebooks(args):
 
 # %% ../nbs/17_cli.ipynb #78687337
 def _regions(text):
-    "`--regions`: a preset name, labels `1,2,3` (one region each), or regions `WT=1,2,3;TC=1,3;ET=3`"
+    "`--regions`: a preset name, labels `1,2,3` (one region each), regions `WT=1,2,3;TC=1,3;ET=3`, or `1,2,3;1,3;3`"
     try:
+        parts = [part for part in text.split(";") if part.strip()]
         if "=" in text:
-            pairs = [part.split("=", 1) for part in text.split(";") if part.strip()]
+            pairs = [part.split("=", 1) for part in parts]
             return as_regions({k.strip(): [_count(v) for v in ls.split(",")] for k, ls in pairs})
+        if ";" in text: return as_regions([tuple(_count(v) for v in part.split(",")) for part in parts])
         if text.replace(",", "").replace(" ", "").isdigit(): return as_regions([_count(v) for v in text.split(",")])
         return as_regions(text)
     except (ValueError, argparse.ArgumentTypeError) as e: raise argparse.ArgumentTypeError(_one_line(e)) from None
@@ -479,7 +481,7 @@ def _write_outputs(evaluation, args):
                 help=f"how cases are scored: {', '.join(protocols())}, or a .py file holding PROTOCOLS"),
             arg("--regions", type=_regions, metavar="REGIONS",
                 help=f"regions instead of the protocol's: a preset ({', '.join(REGION_PRESETS) or 'none'}), labels "
-                     "1,2,3, or WT=1,2,3;TC=1,3;ET=3"),
+                     "1,2,3 (one region each), WT=1,2,3;TC=1,3;ET=3, or 1,2,3;1,3;3 (named as nnU-Net names regions)"),
             arg("--csv", metavar="FILE", help="write the per-case table"),
             arg("--json", metavar="FILE", help="write the protocol's JSON (nnunet: nnU-Net's summary.json)"),
             arg("--jobs", "-j", type=_count, default=1, metavar="N", help="score cases in N local processes"),

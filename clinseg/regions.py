@@ -34,7 +34,12 @@ def _members(name, members) -> tuple:
             raise ValueError(f"region {name!r}: a label is a whole number above 0 (0 is the background), not {m!r}")
     return tuple(dict.fromkeys(int(m) for m in items))
 
-def as_regions(regions,  # a preset name, a mapping {name: labels or one label}, or an iterable of labels (one each)
+def _unnamed(members) -> str:
+    "A region given without a name is named by its labels: '2' for a label, '(1, 2)' for a tuple, as Python prints it"
+    if isinstance(members, numbers.Number) or isinstance(members, (str, bytes)): return str(members)
+    return str(tuple(int(m) if isinstance(m, numbers.Integral) else m for m in members))
+
+def as_regions(regions,  # a preset name, a mapping {name: labels or one label}, or a list of labels or tuples
               ) -> dict:
     "`regions` as {region name: tuple of labels}, checked"
     if isinstance(regions, str):
@@ -43,7 +48,7 @@ def as_regions(regions,  # a preset name, a mapping {name: labels or one label},
                              "or give a mapping such as {'WT': (1, 2, 3)}")
         return dict(REGION_PRESETS[regions])
     if isinstance(regions, Mapping): out = {str(k): _members(k, v) for k, v in regions.items()}
-    else: out = {str(m): _members(m, m) for m in regions}
+    else: out = {_unnamed(m): _members(m, m) for m in regions}
     if not out: raise ValueError("no regions given: name at least one")
     return out
 
