@@ -293,13 +293,22 @@ def _union_box(a, b):
 def _shift(box, offset):
     return tuple(slice(s.start + o, s.stop + o) for s, o in zip(box, offset))
 
+def _work_box(p, t, margin):
+    "The box holding the prediction and the truth grown by `margin`: outside it both are background, whatever happens"
+    boxes = [b for b in (_bbox(t, margin), _bbox(p)) if b is not None]
+    if not boxes: return (slice(0, 1),) * p.ndim
+    return boxes[0] if len(boxes) == 1 else _union_box(*boxes)
+
 # %% ../nbs/05a_lesions.ipynb #eb5b690c
 def _predicted(p, connectivity):
     "(labels of the prediction's components on the whole array, their count, their sizes, their boxes)"
-    labels = np.zeros(p.shape, np.int32)
     box = _bbox(p)
-    if box is None: return labels, 0, np.zeros(1, np.int64), []
-    labels[box], n = components(p[box], connectivity)
+    if box is None: return np.zeros(p.shape, np.int32), 0, np.zeros(1, np.int64), []
+    inner, n = components(p[box], connectivity)
+    if inner.shape == p.shape: labels = inner      # no second array when the box is the whole array
+    else:
+        labels = np.zeros(p.shape, np.int32)
+        labels[box] = inner
     offset = [s.start for s in box]
     sizes = np.bincount(labels[box].ravel(), minlength=n + 1)
     return labels, n, sizes, [_shift(b, offset) for b in _ndimage().find_objects(labels[box])]
@@ -322,6 +331,8 @@ def lesion_wise(pred,                    # prediction: boolean or 0/1 array, 2-D
     _check_fp_hd95(fp_hd95, min_size)
     if size_unit not in ("mm3", "voxels"): raise ValueError(f"size_unit must be 'mm3' or 'voxels', not {size_unit!r}")
     _dilate(np.zeros((1,) * p.ndim, bool), dilation, dilation_connectivity)   # checks the parameters
+    work = _work_box(p, t, int(dilation))
+    p, t = p[work], t[work]   # nothing outside the box can change a number: the rest works in it
     pred_cc, n_pred, sizes, pred_boxes = _predicted(p, connectivity)
     box = _bbox(t, int(dilation))
     if box is None: return _aggregate([], tuple(range(1, n_pred + 1)), fp_hd95)

@@ -104,6 +104,8 @@ def region_mask(labels,   # integer label array (checked already)
     table[[m for m in members if m < len(table)]] = True
     return table[a]
 
+_CHECK_BLOCK = 1 << 18   # voxels counted at a time (bincount converts them to 8-byte integers)
+
 def check_labels(labels,          # a label array (integers, or floats holding whole numbers)
                  allowed,         # the labels that may appear besides 0
                  what="labels",  # how to name the array in a message
@@ -114,8 +116,11 @@ def check_labels(labels,          # a label array (integers, or floats holding w
     low, high = int(a.min()), int(a.max())
     if low < 0: raise LabelValueError(_unknown(low, allowed, what))
     if high > 65535: return textbook_check_labels(a, allowed, what)
-    found = np.flatnonzero(np.bincount(a.ravel(), minlength=high + 1))
-    extra = sorted(set(found.tolist()) - set(allowed) - {0})
+    counts = np.zeros(high + 1, np.int64)
+    flat = a.reshape(-1)
+    for start in range(0, flat.size, _CHECK_BLOCK):   # a block at a time: bincount's copy stays small
+        counts += np.bincount(flat[start:start + _CHECK_BLOCK], minlength=high + 1)
+    extra = sorted(set(np.flatnonzero(counts).tolist()) - set(allowed) - {0})
     if extra: raise LabelValueError(_unknown(extra[0], allowed, what))
 
 # %% ../nbs/03b_regions.ipynb #9dc14eae

@@ -8,7 +8,7 @@ import functools
 from pathlib import Path
 from typing import NamedTuple
 import numpy as np
-from ..regions import register_regions, region_masks, as_regions
+from ..regions import as_labels, as_regions, check_labels, region_mask, register_regions
 from ..lesions import lesion_wise, legacy_scores
 from ..folders import Protocol
 
@@ -68,12 +68,16 @@ def score_rows(pred,                # predicted label volume
     "The BraTS 2023 per-case rows: lesion-wise and legacy scores per region, as metrics.py writes them"
     s = _sub(sub)
     regions = as_regions(BRATS2023_REGIONS if regions is None else regions)
-    p, t = region_masks(pred, regions, "the prediction"), region_masks(truth, regions, "the truth")
+    allowed = [m for ms in regions.values() for m in ms]
+    pred, truth = as_labels(pred, "the prediction"), as_labels(truth, "the truth")
+    check_labels(pred, allowed, "the prediction")
+    check_labels(truth, allowed, "the truth")
     rows = []
-    for name in regions:
-        lw = engine(p[name], t[name], spacing, dilation=s.dilation, min_size=s.threshold, fp_hd95=FP_HD95,
+    for name, members in regions.items():   # one region's two masks at a time
+        p, t = region_mask(pred, members), region_mask(truth, members)
+        lw = engine(p, t, spacing, dilation=s.dilation, min_size=s.threshold, fp_hd95=FP_HD95,
                     size_unit=size_unit)
-        lg = legacy_scores(p[name], t[name], spacing, one_empty_hd95=FP_HD95)
+        lg = legacy_scores(p, t, spacing, one_empty_hd95=FP_HD95)
         rows.append(dict(zip(COLUMNS, (name, float(lw.tp), float(lw.fp), float(lw.fn), lg.sensitivity,
                                        lg.specificity, lg.dice, lg.hd95, lg.truth_volume, lw.dice, lw.hd95))))
     return rows
