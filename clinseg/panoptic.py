@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
 from .instances import overlap_counts
+from .iou_sweep import synthetic_nuclei, synthetic_prediction
 
 # %% auto #0
 __all__ = ['unique_matches', 'PanopticQuality', 'panoptic_quality', 'aji', 'aji_plus', 'dice2', 'edited_prediction',
-           'nuclei_table', 'panoptic_explorer', 'MultiPQ', 'multi_pq', 'count_r2', 'NucleiScores', 'nuclei_scores']
+           'nuclei_table', 'panoptic_explorer', 'MultiPQ', 'multi_pq', 'count_r2', 'classified_scenes',
+           'classified_prediction', 'NucleiScores', 'nuclei_scores']
 
 # %% ../nbs/06c_panoptic.ipynb #20d621bc
 def _assignment(cost):
@@ -253,6 +255,55 @@ def count_r2(true_counts,  # (n_images, n_classes) true number of nuclei of each
     with np.errstate(invalid="ignore", divide="ignore"):
         r2 = np.where(tot > 0, 1 - res / tot, np.where(res == 0, 1.0, 0.0))
     return float(r2.mean())
+
+# %% ../nbs/06c_panoptic.ipynb #20a6f436
+def classified_scenes(n=4,            # number of images
+                      seed=0,         # random seed
+                      nuclei=40,      # nuclei wanted per image
+                      size=256,       # side of the square images
+                      weights=(1.0,), # relative frequency of each class 1, 2, ... (normalised here)
+                      radius=9,       # typical nucleus radius (pixels)
+                     ) -> tuple[np.ndarray, np.ndarray]:  # images (n, size, size, 3) uint8, labels (n, size, size, 2)
+    "Images of touching nuclei, each of a class: instance map in channel 0, class map in channel 1 (uint16)"
+    rng = np.random.default_rng(seed)
+    w = np.asarray(weights, float) / np.sum(weights)
+    images = np.zeros((n, size, size, 3), np.uint8)
+    labels = np.zeros((n, size, size, 2), np.uint16)
+    for i in range(n):
+        grey, inst = synthetic_nuclei((size, size), nuclei, seed=seed * 1000 + i, radius=radius)
+        cls_of = np.concatenate([[0], rng.choice(len(w), int(inst.max()), p=w) + 1])
+        labels[i, ..., 0], labels[i, ..., 1] = inst, cls_of[inst]
+        images[i] = (255 * (1 - grey[..., None] * np.array([0.55, 0.75, 0.35]))).astype(np.uint8)  # H&E-like
+    return images, labels
+
+# %% ../nbs/06c_panoptic.ipynb #0a1712fb
+def classified_prediction(labels,     # true labels (N, H, W, 2): instance and class maps
+                          seed=0,     # random seed
+                          right=0.8,  # chance that a found nucleus gets its true class
+                          n_classes=None,  # a wrong class is drawn from 1..n_classes (None: the largest class found)
+                          common=1,   # the class of an invented nucleus
+                         ) -> np.ndarray:  # predicted labels (N, H, W, 2) int32
+    "A plausible prediction of `labels`: nuclei shifted, missed or invented, classes sometimes wrong"
+    t = np.asarray(labels)
+    n_classes = int(t[..., 1].max()) if n_classes is None else n_classes
+    rng = np.random.default_rng(seed)
+    out = np.zeros(t.shape, np.int32)
+    for i in range(len(t)):
+        inst, cls = t[i, ..., 0].astype(np.int64), t[i, ..., 1].astype(np.int64)
+        pred = synthetic_prediction(inst, seed=seed * 1000 + i)
+        true_cls = np.zeros(int(inst.max()) + 1, np.int64)
+        true_cls[inst] = cls
+        n_pred = int(pred.max()) + 1      # each predicted nucleus: the class of the true one it overlaps most
+        votes = np.zeros((n_pred, int(inst.max()) + 1), np.int64)
+        np.add.at(votes, (pred.ravel(), inst.ravel()), 1)
+        votes[:, 0] = 0
+        best = votes.argmax(axis=1)
+        pred_cls = np.where(votes.max(axis=1) > 0, true_cls[best], common)
+        wrong = rng.random(n_pred) > right
+        pred_cls[wrong] = rng.integers(1, n_classes + 1, int(wrong.sum()))
+        pred_cls[0] = 0
+        out[i, ..., 0], out[i, ..., 1] = pred, pred_cls[pred]
+    return out
 
 # %% ../nbs/06c_panoptic.ipynb #749b3721
 class NucleiScores(NamedTuple):
