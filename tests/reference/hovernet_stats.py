@@ -21,6 +21,8 @@ patches; PQ per class = DQ x SQ with DQ = TP / (TP + FP/2 + FN/2 + 1e-6) and SQ 
 it evidently means (as written it cannot run: `pq = np.nan` then `pq.append(...)`, and `nonneo`, `inflamm_PQ`,
 `all_tissue_PQ` are undefined): per image and class, NaN when the class has no true nucleus, else HoVer-Net's PQ; the
 nanmean over the classes of each image, the nanmean over the images of each tissue, the nanmean over the tissues.
+(A later commit of that repository, c00014d, runs as written; tests/reference/pannuke_metrics.py follows it, and
+tools/check_pannuke_reference.py checks clinseg.competitions.pannuke against it.)
 """
 import numpy as np
 from scipy.optimize import linear_sum_assignment
