@@ -16,17 +16,9 @@ Kept on purpose, as the original does:
 """
 import numpy as np
 
+from tests.reference.hovernet_stats import remap  # HoVer-Net's remap_label, shared by both scripts
+
 CLASS_COLUMNS = ("epithelial", "lymphocyte", "plasma", "neutrophil", "eosinophil", "connective")  # the script's order
-
-
-def remap(labels):
-    "Ids made contiguous 1..n in their sorted order, 0 kept as background"
-    labels = np.asarray(labels)
-    ids = [v for v in np.unique(labels) if v != 0]
-    out = np.zeros(labels.shape, np.int32)
-    for k, v in enumerate(ids, 1):
-        out[labels == v] = k
-    return out
 
 
 def pq_stats(true, pred):

@@ -14,18 +14,10 @@ Kept on purpose, as the original does:
 """
 import numpy as np
 
+from tests.reference.hovernet_stats import remap  # HoVer-Net's remap_label, shared by both scripts
+
 TISSUES = ("Adrenal_gland", "Bile-duct", "Bladder", "Breast", "Cervix", "Colon", "Esophagus", "HeadNeck", "Kidney",
            "Liver", "Lung", "Ovarian", "Pancreatic", "Prostate", "Skin", "Stomach", "Testis", "Thyroid", "Uterus")
-
-
-def remap(labels):
-    "Ids made contiguous 1..n in their sorted order"
-    labels = np.asarray(labels)
-    ids = [v for v in np.unique(labels) if v != 0]
-    out = np.zeros(labels.shape, np.int32)
-    for k, v in enumerate(ids, 1):
-        out[labels == v] = k
-    return out
 
 
 def merge_channels(x):
