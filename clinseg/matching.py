@@ -14,7 +14,7 @@ from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['TP', 'FP', 'IGNORED_CROWD', 'IGNORED_REGION', 'IGNORED_AREA', 'CAPPED', 'OUTCOMES', 'greedy_loop', 'safe_ratio',
-           'match_images']
+           'match_by_area', 'match_images']
 
 # %% ../nbs/07_matching.ipynb #dc81ff84
 def greedy_loop(iou,  # (P, G) IoU of each prediction (in rank order, most confident first) with each true object
@@ -371,19 +371,34 @@ def _region_all(per, pr, rows, line, pairs, rules):
     return np.where(r_area > 0,
                     safe_ratio(shared, parea + r_area - shared) if rules.ignore_iou else safe_ratio(shared, parea), 0.)
 
-# %% ../nbs/07_matching.ipynb #330a33ec
-def _batch_outcomes(per, pr, rows, rules):
-    ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
-     "images at once, under the `_MatchRules` `rules`")
-    classes, thresholds, strict, ignore_iou, area_range, min_region = rules
-    n, fast = rows.size, numba_available()
+# %% ../nbs/07_matching.ipynb #ce982ab6
+class _Batch(NamedTuple):
+    "What no area range changes: the line of true objects, the pairs that meet, their IoUs, each image's first row"
+    line: _Line
+    pairs: _Pairs
+    iou: np.ndarray
+    p_first: np.ndarray
+
+def _batch_pairs(per, pr, rows, rules):
+    "Every (prediction, object) pair of the same class that meets, with its IoU, all images at once"
     size = np.array([math.prod(t.shape) for t in per], np.int64)
     offset = np.cumsum(size) - size  # each image gets its own stretch of one long line
-    line, overlapping = _truth_line(per, offset, classes, min_region)
-    p, g, inter, p_first = (_pair_overlaps_compiled if fast
+    line, overlapping = _truth_line(per, offset, rules.classes, rules.min_region)
+    p, g, inter, p_first = (_pair_overlaps_compiled if numba_available()
                             else _pair_overlaps)(pr, rows, offset, line, len(per), overlapping)
     parea, crowd = pr.area[rows], line.crowd[g]
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
+    return _Batch(line, _Pairs(p, g, inter), iou, p_first)
+
+
+# %% ../nbs/07_matching.ipynb #330a33ec
+def _batch_outcomes(per, pr, rows, rules, batch=None):
+    ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
+     "images at once, under the `_MatchRules` `rules`; `batch`: the pairs of `_batch_pairs`, when already found")
+    classes, thresholds, strict, ignore_iou, area_range, min_region = rules
+    n, fast = rows.size, numba_available()
+    line, pairs, iou, p_first = batch or _batch_pairs(per, pr, rows, rules)
+    p, g, crowd = pairs.p, pairs.g, line.crowd[pairs.g]
     counted = ~line.crowd & ~line.small
     if area_range is not None:
         g_range = concat_arrays([t.range_areas for t in per], float)
@@ -393,7 +408,7 @@ def _batch_outcomes(per, pr, rows, rules):
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
     hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
                      _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
-    region = _region_all(per, pr, rows, line, _Pairs(p, g, inter), rules)
+    region = _region_all(per, pr, rows, line, pairs, rules)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
@@ -411,26 +426,39 @@ def _batch_outcomes(per, pr, rows, rules):
     return outcome, taken, best_iou, region
 
 # %% ../nbs/07_matching.ipynb #8c5b8c99
-def match_images(truths,      # each image's truth (the fields of `ImageTruth`, chapter 6b), in the image order of `pr`
-                 pr,          # `Predictions` of all images
-                 kept,        # (N,) True for the predictions the cap keeps (`cap_detections`)
-                 classes,     # evaluated classes, sorted
-                 thresholds,  # IoU thresholds
-                 strict,      # True: a match needs IoU > t (WAD); False: IoU >= t (COCO)
-                 # True: the ignore-region overlap is an IoU (WAD); False: a fraction of the prediction's area
-                 ignore_iou,
+def match_by_area(truths,      # each image's truth (the fields of `ImageTruth`, chapter 6b), in the image order of `pr`
+                  pr,          # `Predictions` of all images
+                  kept,        # (N,) True for the predictions the cap keeps (`cap_detections`)
+                  classes,     # evaluated classes, sorted
+                  thresholds,  # IoU thresholds
+                  strict,      # True: a match needs IoU > t (WAD); False: IoU >= t (COCO)
+                  # True: the ignore-region overlap is an IoU (WAD); False: a fraction of the prediction's area
+                  ignore_iou,
+                  area_ranges, # COCO's area ranges, each (min, max) in pixels or None (all)
+                  min_region=0,  # Cityscapes: true objects under this many pixels join their class's ignore region
+                  ) -> list: # for each range: outcome (T, N) int8, object taken (T, N), IoU (T, N), region overlap (N,)
+    ("`match_images` for several area ranges: the pairs and their IoUs found once, the matching done once a range (an "
+     "area range changes which objects count, so which a prediction takes)")
+    T, N = len(thresholds), len(pr)
+    rows = rank_order(pr, kept)                                              # by image, then rank in the image
+    rules = _MatchRules(classes, thresholds, strict, ignore_iou, None, min_region)
+    batch, out = _batch_pairs(truths, pr, rows, rules), []
+    for area_range in area_ranges:
+        outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
+        iou, region = np.zeros((T, N)), np.zeros(N)
+        outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
+            truths, pr, rows, rules._replace(area_range=area_range), batch)
+        out.append((outcome, taken, iou, region))
+    return out
+
+def match_images(truths, pr, kept, classes, thresholds, strict, ignore_iou,
                  area_range=None, # COCO's area range (min, max) in pixels; None: all
                  min_region=0,    # Cityscapes: true objects under this many pixels join their class's ignore region
                  ) -> tuple: # outcome (T, N) int8, object taken (T, N) (-1: none), IoU (T, N), region overlap (N,)
     ("Outcome, object taken and IoU of every prediction at every threshold (capped ones stay `CAPPED`), and the "
-     "ignore-region overlaps")
-    T, N = len(thresholds), len(pr)
-    outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
-    iou, region = np.zeros((T, N)), np.zeros(N)
-    rows = rank_order(pr, kept)                                              # by image, then rank in the image
-    outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
-        truths, pr, rows, _MatchRules(classes, thresholds, strict, ignore_iou, area_range, min_region))
-    return outcome, taken, iou, region
+     "ignore-region overlaps; the arguments as `match_by_area`'s")
+    return match_by_area(truths, pr, kept, classes, thresholds, strict, ignore_iou, [area_range], min_region)[0]
+
 
 # %% ../nbs/07_matching.ipynb #fc854ce6
 @kernel
