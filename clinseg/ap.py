@@ -13,8 +13,8 @@ from .matching import FP, OUTCOMES, TP, match_images, safe_ratio
 
 # %% auto #0
 __all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'SCENE_CLASSES', 'SCENE_BACKGROUND',
-           'SCENE_IGNORE', 'PRCurve', 'APResult', 'image_order', 'average_precision', 'synthetic_scene', 'plot_pr',
-           'pr_explorer', 'label_truth']
+           'SCENE_IGNORE', 'PRCurve', 'coco_samples', 'APResult', 'image_order', 'average_precision', 'synthetic_scene',
+           'plot_pr', 'pr_explorer', 'label_truth']
 
 # %% ../nbs/08_ap.ipynb #bd30887b
 THRESHOLDS = np.arange(10, 20) / 20                 # 0.50, 0.55, ..., 0.95, each the float nearest its decimal
@@ -62,7 +62,7 @@ def _ap_cityscapes(recall, precision, confidence):
     return float(p @ ((padded[2:] - padded[:-2]) / 2))
 
 # %% ../nbs/08_ap.ipynb #722bbcd9
-def _sampled_rows(recall, precision):
+def coco_samples(recall, precision):
     ("COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's "
      "ranking, a removed prediction repeating the point before it")
     T, n = recall.shape
@@ -97,7 +97,7 @@ def _curves(outcome, pr, kept, classes, n_truth, mode):
             a, b = cut[ti], cut[ti + 1]
             curves[c, ti] = PRCurve(r[a:b], p[a:b], cf[a:b], nt, mode)
         if not nt: continue                                                # nan: no true objects
-        per_class[ci] = (_sampled_rows(recall, precision).mean(1) if mode == "coco101"
+        per_class[ci] = (coco_samples(recall, precision).mean(1) if mode == "coco101"
                          else [curves[c, ti].ap for ti in range(T)])
     return per_class, curves, rank
 

@@ -4,18 +4,21 @@
 
 # %% ../nbs/08a_coco_eval.ipynb #5b489185
 from __future__ import annotations
+from dataclasses import dataclass
 import json, re
 from operator import itemgetter, methodcaller
 from pathlib import Path
 import numpy as np
-from .runs import RLEError
+from .runs import RLEError, concat_arrays
 from .objects import Objects
 from .coco import coco_rles_to_objects
-from .predictions import ImageTruth, Predictions
-from .ap import COCO_THRESHOLDS, APResult, average_precision, image_order
+from .predictions import ImageTruth, Predictions, cap_detections
+from .matching import FP, TP, match_by_area, safe_ratio
+from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
 
 # %% auto #0
-__all__ = ['COCO_AREAS', 'coco_truth', 'coco_predictions', 'coco_average_precision']
+__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'coco_truth', 'coco_predictions', 'coco_average_precision', 'recall_at',
+           'COCOSummary', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
@@ -145,6 +148,23 @@ def _images(gt):
         position[i] = k
     return ids, shapes, position
 
+# %% ../nbs/08a_coco_eval.ipynb #c0730e3f
+def _annotation_ids(anns):
+    ("The annotations' ids (0, 1, ... when they have none); a duplicate named, and an id 0: COCOeval marks a true "
+     "object's match by the object's id, 0 meaning none, so it would count the matches of object 0 as false positives")
+    if not all(map(methodcaller("__contains__", "id"), anns)): return np.arange(len(anns))
+    ids = _numbers(anns, "id", "annotation", True)
+    zero = np.flatnonzero(ids == 0)
+    if zero.size:
+        raise ValueError(f"annotation {zero[0]}: id 0: COCOeval would count this object's matches as false positives "
+                         "(it marks a match by the object's id, 0 meaning none); number the annotations from 1")
+    order = np.argsort(ids, kind="stable")
+    same = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+    if same.size:
+        first, k = order[same[0]], order[same[0] + 1]
+        raise ValueError(f"annotation {k}: id {ids[k]} is also annotation {first}'s")
+    return ids
+
 # %% ../nbs/08a_coco_eval.ipynb #c150869f
 def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the file's path
                ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
@@ -157,8 +177,7 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
     cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
     crowd = np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by]
-    ann_id = (_numbers(anns, "id", "annotation", True) if all(map(methodcaller("__contains__", "id"), anns))
-              else np.arange(len(anns)))[by]
+    ann_id = _annotation_ids(anns)[by]
     pixels, out = o.areas[by], {}
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
@@ -212,3 +231,133 @@ def coco_average_precision(gt,             # COCO ground truth: a dict or the pa
     return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes,
                              compare=">=",
                              ignore_overlap="area", max_dets=max_dets, area_range=COCO_AREAS[area], order="F")
+
+# %% ../nbs/08a_coco_eval.ipynb #fb9afa0c
+# COCOeval.summarize's twelve numbers, in the order of its `stats`: (short name, AP or AR, IoU threshold (None: the mean
+# over .50:.95), area range, most detections per image and category)
+COCO_STATS = (("AP", "AP", None, "all", 100), ("AP50", "AP", .5, "all", 100), ("AP75", "AP", .75, "all", 100),
+              ("APs", "AP", None, "small", 100), ("APm", "AP", None, "medium", 100), ("APl", "AP", None, "large", 100),
+              ("AR1", "AR", None, "all", 1), ("AR10", "AR", None, "all", 10), ("AR100", "AR", None, "all", 100),
+              ("ARs", "AR", None, "small", 100), ("ARm", "AR", None, "medium", 100), ("ARl", "AR", None, "large", 100))
+COCO_MAX_DETS = (1, 10, 100)   # Params.maxDets
+
+# %% ../nbs/08a_coco_eval.ipynb #2680ace8
+def recall_at(outcome,  # (T, n) outcomes of one class's kept predictions at each threshold (`TP`, `FP`, ignored, ...)
+              n_truth,  # the class's counted true objects
+              ) -> np.ndarray: # (T,) true positives / true objects; nan without true objects
+    "The recall one class's predictions reach at each threshold: the last point of its precision-recall curve"
+    if not n_truth: return np.full(len(outcome), np.nan)
+    return (np.asarray(outcome) == TP).sum(1) / n_truth
+
+# %% ../nbs/08a_coco_eval.ipynb #f734311d
+def _counted(truths, classes):
+    "(4 areas, classes) true objects counted in each of COCO's area ranges: not crowd regions, the stored area in range"
+    cls = concat_arrays([t.classes for t in truths])
+    ok = ~concat_arrays([t.crowd for t in truths], bool)
+    area = concat_arrays([t.range_areas for t in truths], float)
+    ci = np.searchsorted(classes, cls)
+    ok &= (ci < len(classes)) & (classes[np.minimum(ci, len(classes) - 1)] == cls)
+    return np.stack([np.bincount(ci[ok & (area >= lo) & (area <= hi)], minlength=len(classes))
+                     for lo, hi in COCO_AREAS.values()])
+
+# %% ../nbs/08a_coco_eval.ipynb #ad1f0d45
+def _recalls(outcome, ci, keep, n_truth):
+    ("(classes, T) recall of every class: the true positives among the kept predictions (`keep`), by class index "
+     "`ci`, over `n_truth`")
+    C, T = len(n_truth), len(outcome)
+    hit = (outcome[:, keep] == TP).ravel()
+    tp = np.bincount((np.arange(T)[:, None] * C + ci[keep]).ravel()[hit], minlength=T * C).reshape(T, C).T
+    return np.where(n_truth[:, None] > 0, tp / np.maximum(n_truth, 1)[:, None], np.nan)
+
+# %% ../nbs/08a_coco_eval.ipynb #88e0b953
+def _ranked(pr, kept, classes):
+    ("The kept predictions by class, then confidence (ties: image, then submission order), as COCOeval's `accumulate` "
+     "ranks them; each prediction's class index; where each class's block begins (and the last ends)")
+    order = np.lexsort((np.arange(len(pr)), pr.image, -pr.conf, pr.cls))
+    order = order[kept[order]]
+    return order, np.searchsorted(classes, pr.cls), np.searchsorted(pr.cls[order], classes.tolist() + [np.inf])
+
+def _class_ap(outcome, order, bounds, n_truth):
+    "(classes, T) COCO AP of every class with true objects (nan: none) from one area range's outcomes"
+    out = np.full((len(n_truth), len(outcome)), np.nan)
+    for c in np.flatnonzero(n_truth):
+        o = outcome[:, order[bounds[c]:bounds[c + 1]]]
+        tp, fp = np.cumsum(o == TP, 1), np.cumsum(o == FP, 1)
+        out[c] = coco_samples(tp / n_truth[c], safe_ratio(tp, tp + fp)).mean(1)
+    return out
+
+# %% ../nbs/08a_coco_eval.ipynb #16ab6d95
+def _stats(ap, recall):
+    ("COCOeval's twelve numbers from AP (areas, classes, T) and recall (areas, caps, classes, T), nan for the classes "
+     "without true objects: each the mean over the other classes and the thresholds, -1 when there are none")
+    out = []
+    for _, kind, iou, area, cap in COCO_STATS:
+        a = list(COCO_AREAS).index(area)
+        x = ap[a] if kind == "AP" else recall[a, COCO_MAX_DETS.index(cap)]
+        x = x[:, COCO_THRESHOLDS == iou] if iou is not None else x    # .5 and .75 are two of COCO_THRESHOLDS exactly
+        x = x[~np.isnan(x)]
+        out.append(float(x.mean()) if x.size else -1.0)
+    return np.array(out)
+
+# %% ../nbs/08a_coco_eval.ipynb #68ea5be3
+def _line(name, kind, iou, area, cap, value):
+    "One line of COCOeval.summarize's print-out"
+    title = "Average Precision" if kind == "AP" else "Average Recall"
+    ious = f"{COCO_THRESHOLDS[0]:0.2f}:{COCO_THRESHOLDS[-1]:0.2f}" if iou is None else f"{iou:0.2f}"
+    return f" {title:<18} ({kind}) @[ IoU={ious:<9} | area={area:>6} | maxDets={cap:>3} ] = {value:0.3f}"
+
+@dataclass
+class COCOSummary:
+    "COCOeval's twelve summary numbers, with the per-category AP and recall tables they average"
+    stats: np.ndarray       # (12,) in the order of COCOeval's `stats` (`COCO_STATS`); -1 where COCOeval prints -1
+    classes: np.ndarray     # category ids, sorted
+    names: dict             # category id -> name, as the ground truth gives them
+    ap: np.ndarray          # (4 areas, classes, 10 thresholds) AP with 100 detections; nan: no true objects
+    recall: np.ndarray      # (4 areas, 3 caps: 1, 10, 100 detections, classes, 10 thresholds) recall; nan likewise
+    n_truth: np.ndarray     # (4 areas, classes) true objects counted
+    iou_type: str           # "segm": masks' IoU
+
+    def __getitem__(self, name):
+        "One number by its short name: summary['AP50'], summary['ARs'] (`COCO_STATS`)"
+        names = [s[0] for s in COCO_STATS]
+        if name not in names: raise KeyError(f"{name!r}: the numbers are {names}")
+        return float(self.stats[names.index(name)])
+
+    def as_dict(self) -> dict: return {s[0]: float(v) for s, v in zip(COCO_STATS, self.stats)}
+
+    def per_category(self) -> list:
+        "Rows (dicts): each category's id, name, counted true objects and twelve numbers (-1: no true objects)"
+        return [dict(category=c, name=self.names.get(c, ""), n_truth=int(self.n_truth[0, k]),
+                     **{s[0]: float(v) for s, v in zip(COCO_STATS, _stats(self.ap[:, [k]], self.recall[:, :, [k]]))})
+                for k, c in enumerate(self.classes.tolist())]
+
+    def to_pandas(self):
+        "`per_category` as a pandas DataFrame, one row a category (pandas must be installed)"
+        try: import pandas as pd
+        except ImportError: raise ImportError("to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.per_category()).set_index("category")
+
+    def __repr__(self): return "\n".join(_line(*s, v) for s, v in zip(COCO_STATS, self.stats))
+
+# %% ../nbs/08a_coco_eval.ipynb #744ebb1c
+def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON file
+                 results,   # COCO results: a list of dicts or the path of its JSON file
+                 iou_type="segm",  # "segm": the masks' IoU
+                 ) -> COCOSummary:
+    "COCOeval's twelve numbers (`evaluate`, `accumulate`, `summarize`), the detections matched once for all of them"
+    if iou_type != "segm": raise ValueError(f"iou_type must be 'segm', not {iou_type!r}")
+    gt = _loaded(gt, "ground truth")
+    truth, cats = coco_truth(gt), _part(gt, "categories")
+    classes = np.unique(_numbers(cats, "id", "category", True))
+    pr = coco_predictions(results, truth)
+    bad = np.flatnonzero(~np.isin(pr.cls, classes))
+    if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
+    truths = [truth[k] for k in image_order(truth)]
+    kept = cap_detections(pr, COCO_MAX_DETS[-1])
+    matched = match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, list(COCO_AREAS.values()))
+    n_truth, (order, ci, bounds) = _counted(truths, classes), _ranked(pr, kept, classes)
+    caps = [cap_detections(pr, m) for m in COCO_MAX_DETS[:-1]] + [kept]
+    ap = np.stack([_class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
+    recall = np.stack([[_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
+    names = {c.get("id"): c.get("name", "") for c in cats}
+    return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type)
