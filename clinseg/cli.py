@@ -21,6 +21,7 @@ from .submissions import COMPETITIONS, SubmissionError, get_competition, read_so
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
 from .teaching import write_student_edition
+from .coco_eval import coco_summary
 
 # %% auto #0
 __all__ = ['SUBCOMMANDS', 'arg', 'subcommand', 'parser', 'CLIError', 'main']
@@ -514,6 +515,25 @@ def _evaluate(args):
     print(f"{args.predictions[0]}: {len(evaluation.cases)} cases, protocol {protocol.name}")
     print(*_summary_lines(evaluation), sep="\n")
     _write_outputs(evaluation, args)
+    return 0
+
+# %% ../nbs/17_cli.ipynb #6bd127cf
+def _coco_file_of(message, args):
+    "The file a `coco_summary` error is about: the results' for a detection, else the ground truth's"
+    return args.results if message.startswith(("detection", "the results")) else args.gt
+
+@subcommand("coco-eval", "COCOeval's twelve numbers (AP, AP50, ..., AR large) for a COCO ground truth and results",
+            arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json), segmentations as RLEs"),
+            arg("results", metavar="RESULTS.json", help="the results: a list of detections, segmentations as RLEs"),
+            arg("--iou-type", default="segm", choices=["segm"], help="segm: the masks' IoU"),
+            arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))
+def _coco_eval(args):
+    try: summary = coco_summary(args.gt, args.results, iou_type=args.iou_type)
+    except ValueError as e:
+        text = _one_line(e)
+        if text.startswith((str(args.gt), str(args.results))): raise CLIError(text) from None
+        raise CLIError(f"{_coco_file_of(text, args)}: {text}") from None
+    print(json.dumps(summary.as_dict()) if args.json else summary)
     return 0
 
 # %% ../nbs/17_cli.ipynb #c7148e59
