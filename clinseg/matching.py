@@ -14,7 +14,7 @@ from .kernels import kernel, numba_available
 
 # %% auto #0
 __all__ = ['TP', 'FP', 'IGNORED_CROWD', 'IGNORED_REGION', 'IGNORED_AREA', 'CAPPED', 'OUTCOMES', 'greedy_loop', 'safe_ratio',
-           'match_by_area', 'match_images']
+           'match_by_area', 'match_images', 'match_pairs_by_area']
 
 # %% ../nbs/07_matching.ipynb #dc81ff84
 def greedy_loop(iou,  # (P, G) IoU of each prediction (in rank order, most confident first) with each true object
@@ -426,6 +426,18 @@ def _batch_outcomes(per, pr, rows, rules, batch=None):
     return outcome, taken, best_iou, region
 
 # %% ../nbs/07_matching.ipynb #8c5b8c99
+def _by_area(truths, pr, rows, rules, batch, area_ranges):
+    "The matching of the predictions `rows` once for each area range, from the pairs of `batch`; in submission order"
+    T, N = len(rules.thresholds), len(pr)
+    out = []
+    for area_range in area_ranges:
+        outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
+        iou, region = np.zeros((T, N)), np.zeros(N)
+        outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
+            truths, pr, rows, rules._replace(area_range=area_range), batch)
+        out.append((outcome, taken, iou, region))
+    return out
+
 def match_by_area(truths,      # each image's truth (the fields of `ImageTruth`, chapter 6b), in the image order of `pr`
                   pr,          # `Predictions` of all images
                   kept,        # (N,) True for the predictions the cap keeps (`cap_detections`)
@@ -439,17 +451,9 @@ def match_by_area(truths,      # each image's truth (the fields of `ImageTruth`,
                   ) -> list: # for each range: outcome (T, N) int8, object taken (T, N), IoU (T, N), region overlap (N,)
     ("`match_images` for several area ranges: the pairs and their IoUs found once, the matching done once a range (an "
      "area range changes which objects count, so which a prediction takes)")
-    T, N = len(thresholds), len(pr)
     rows = rank_order(pr, kept)                                              # by image, then rank in the image
     rules = _MatchRules(classes, thresholds, strict, ignore_iou, None, min_region)
-    batch, out = _batch_pairs(truths, pr, rows, rules), []
-    for area_range in area_ranges:
-        outcome, taken = np.full((T, N), CAPPED, np.int8), np.full((T, N), -1, np.int64)
-        iou, region = np.zeros((T, N)), np.zeros(N)
-        outcome[:, rows], taken[:, rows], iou[:, rows], region[rows] = _batch_outcomes(
-            truths, pr, rows, rules._replace(area_range=area_range), batch)
-        out.append((outcome, taken, iou, region))
-    return out
+    return _by_area(truths, pr, rows, rules, _batch_pairs(truths, pr, rows, rules), area_ranges)
 
 def match_images(truths, pr, kept, classes, thresholds, strict, ignore_iou,
                  area_range=None, # COCO's area range (min, max) in pixels; None: all
@@ -459,6 +463,30 @@ def match_images(truths, pr, kept, classes, thresholds, strict, ignore_iou,
      "ignore-region overlaps; the arguments as `match_by_area`'s")
     return match_by_area(truths, pr, kept, classes, thresholds, strict, ignore_iou, [area_range], min_region)[0]
 
+
+# %% ../nbs/07_matching.ipynb #3c3e9c15
+def match_pairs_by_area(truths, pr, kept, classes, thresholds, strict, area_ranges,
+                        # (prediction, object, IoU) arrays: each pair of the same image that meets, the object as its
+                        # position in its image's truth, the IoU as the matching should read it
+                        pairs,
+                        ) -> list: # for each range: outcome (T, N) int8, object taken (T, N), IoU (T, N), region (N,)
+    ("`match_by_area` with the pairs and their IoUs given instead of found from the runs (boxes); the other arguments "
+     "as `match_by_area`'s, without ignore regions")
+    if (np.asarray(thresholds) <= 0).any(): raise ValueError(f"thresholds must be above 0, got {thresholds}")
+    if any(len(t.ignore[0]) for t in truths): raise ValueError("match_pairs_by_area: truths without ignore regions")
+    size = np.array([math.prod(t.shape) for t in truths], np.int64)
+    line, _ = _truth_line(truths, np.cumsum(size) - size, classes, 0)
+    rows = rank_order(pr, kept)
+    pos = np.full(len(pr), -1, np.int64)
+    pos[rows] = np.arange(rows.size)
+    pi, oi, iou = (np.asarray(a).reshape(-1) for a in pairs)
+    p, g = pos[pi], line.first[pr.image[pi]] + oi
+    use = (p >= 0) & (pr.cls[pi] == line.cls[g])                           # kept predictions, objects of their class
+    by = np.lexsort((g[use], p[use]))                                      # by prediction, then object
+    p, g, iou = p[use][by], g[use][by], np.asarray(iou, float)[use][by]
+    batch = _Batch(line, _Pairs(p, g, np.zeros(p.size, np.int64)), iou,
+                   np.searchsorted(pr.image[rows], np.arange(len(truths))))
+    return _by_area(truths, pr, rows, _MatchRules(classes, thresholds, strict, False, None, 0), batch, area_ranges)
 
 # %% ../nbs/07_matching.ipynb #fc854ce6
 @kernel
