@@ -523,9 +523,9 @@ def _coco_file_of(message, args):
     return args.results if message.startswith(("detection", "the results")) else args.gt
 
 @subcommand("coco-eval", "COCOeval's twelve numbers (AP, AP50, ..., AR large) for a COCO ground truth and results",
-            arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json), segmentations as RLEs"),
-            arg("results", metavar="RESULTS.json", help="the results: a list of detections, segmentations as RLEs"),
-            arg("--iou-type", default="segm", choices=["segm"], help="segm: the masks' IoU"),
+            arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json): RLE segmentations, or boxes"),
+            arg("results", metavar="RESULTS.json", help="the results: a list of detections, RLE segmentations or boxes"),
+            arg("--iou-type", default="segm", choices=["segm", "bbox"], help="segm: masks; bbox: boxes"),
             arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))
 def _coco_eval(args):
     try: summary = coco_summary(args.gt, args.results, iou_type=args.iou_type)

@@ -13,12 +13,12 @@ from .runs import RLEError, concat_arrays
 from .objects import Objects
 from .coco import coco_rles_to_objects
 from .predictions import ImageTruth, Predictions, cap_detections
-from .matching import FP, TP, match_by_area, safe_ratio
+from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
 from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
 
 # %% auto #0
 __all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'coco_truth', 'coco_predictions', 'coco_average_precision', 'recall_at',
-           'COCOSummary', 'coco_summary']
+           'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
@@ -148,6 +148,11 @@ def _images(gt):
         position[i] = k
     return ids, shapes, position
 
+def _columns(anns, by):
+    "Class, stored area, crowd flag and id of every annotation, in the order `by`"
+    cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
+    return cls, area, np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by], _annotation_ids(anns)[by]
+
 # %% ../nbs/08a_coco_eval.ipynb #c0730e3f
 def _annotation_ids(anns):
     ("The annotations' ids (0, 1, ... when they have none); a duplicate named, and an id 0: COCOeval marks a true "
@@ -175,9 +180,7 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
     o = _decoded(_rles(anns, "annotation"), shapes, at, ids, "annotation")
     s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
-    cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
-    crowd = np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by]
-    ann_id = _annotation_ids(anns)[by]
+    cls, area, crowd, ann_id = _columns(anns, by)
     pixels, out = o.areas[by], {}
     for i, im in enumerate(ids):
         a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
@@ -187,19 +190,27 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     return out
 
 # %% ../nbs/08a_coco_eval.ipynb #aeb54468
+def _boxes(rows, what):
+    "Each record's `bbox` [x, y, width, height] as (n, 4) floats; a missing, odd, non-finite or negative one named"
+    boxes = _field(rows, "bbox", what)
+    try: b = np.array(boxes, float).reshape(len(boxes), 4)
+    except (TypeError, ValueError):
+        k = next(k for k, x in enumerate(boxes)
+                 if not (isinstance(x, (list, tuple)) and len(x) == 4 and all(_is_number(v, False) for v in x)))
+        raise ValueError(f"{what} {k}: bbox {boxes[k]!r} is not [x, y, width, height]") from None
+    bad = np.flatnonzero(~np.isfinite(b).all(1) | (b[:, 2:] < 0).any(1))
+    if bad.size:
+        k = bad[0]
+        why = "in finite numbers" if not np.isfinite(b[k]).all() else "with a width and height >= 0"
+        raise ValueError(f"{what} {k}: bbox {boxes[k]!r} is not [x, y, width, height] {why}")
+    return b
+
 def _box_areas(res):
     ("The areas `loadRes` writes when the first detection has a box: width x height of each one's `bbox` (None: the "
      "pixel counts)")
     if not res or not isinstance(res[0], dict) or res[0].get("bbox") in (None, []): return None
-    boxes = _field(res, "bbox", "detection")
-    try: wh = np.array([b[2:4] for b in boxes], float).reshape(len(boxes), 2)
-    except (TypeError, ValueError, IndexError):
-        k = next(k for k, b in enumerate(boxes) if not (isinstance(b, (list, tuple)) and len(b) == 4))
-        raise ValueError(f"detection {k}: bbox {boxes[k]!r} is not [x, y, width, height]") from None
-    bad = np.flatnonzero(~np.isfinite(wh).all(1))
-    if bad.size:
-        raise ValueError(f"detection {bad[0]}: bbox {boxes[bad[0]]!r} is not [x, y, width, height] in finite numbers")
-    return wh[:, 0] * wh[:, 1]
+    b = _boxes(res, "detection")
+    return b[:, 2] * b[:, 3]
 
 # %% ../nbs/08a_coco_eval.ipynb #767d155d
 def coco_predictions(results, # COCO segm results: dicts (image_id, category_id, segmentation, score) or their file
@@ -339,22 +350,99 @@ class COCOSummary:
 
     def __repr__(self): return "\n".join(_line(*s, v) for s, v in zip(COCO_STATS, self.stats))
 
+# %% ../nbs/08a_coco_eval.ipynb #a656826e
+def box_ious(dt,     # (n, 4) detections' boxes [x, y, width, height]
+             gt,     # (m, 4) true boxes
+             crowd,  # (m,) the true box is a crowd region: the overlap is divided by the detection's area only
+             ) -> np.ndarray: # (n, m) IoU
+    "COCO's IoU of every detection's box with every true box (pycocotools' `bbIou`)"
+    dt, gt = np.asarray(dt, float).reshape(-1, 4), np.asarray(gt, float).reshape(-1, 4)
+    out = np.zeros((len(dt), len(gt)))
+    for d, (x, y, w, h) in enumerate(dt):
+        for g, (gx, gy, gw, gh) in enumerate(gt):
+            iw, ih = min(w + x, gw + gx) - max(x, gx), min(h + y, gh + gy) - max(y, gy)
+            if iw <= 0 or ih <= 0: continue
+            out[d, g] = iw * ih / (w * h if crowd[g] else w * h + gw * gh - iw * ih)
+    return out
+
+# %% ../nbs/08a_coco_eval.ipynb #3ce744dc
+def _no_runs(n, shape, ids=None):
+    "An `Objects` of `n` objects without runs (boxes), numbered by `ids` (default 0 .. n - 1)"
+    e = np.zeros(0, np.int64)
+    return Objects(e, e, e, np.arange(n) if ids is None else ids, shape, "F", np.zeros(n, np.int64))
+
+def _box_truth(gt):
+    ("Every image's true boxes as an `ImageTruth` with objects of no runs, and all the boxes, each image's together "
+     "in annotation order")
+    ids, shapes, position = _images(gt)
+    anns = _part(gt, "annotations")
+    at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
+    boxes, by = _boxes(anns, "annotation"), np.argsort(at, kind="stable")
+    cls, area, crowd, ann_id = _columns(anns, by)
+    first, out = np.searchsorted(at[by], np.arange(len(ids) + 1)), {}
+    for i, im in enumerate(ids):
+        a, b = first[i], first[i + 1]
+        out[im] = ImageTruth.checked(shapes[i], _no_runs(b - a, shapes[i], ann_id[a:b]), cls[a:b], crowd[a:b],
+                                     area[a:b])
+    return out, boxes[by]
+
+def _box_predictions(results, truth):
+    "The detections' images, classes and scores as `Predictions` without runs, their range areas w x h; their boxes"
+    res = _loaded(results, "results")
+    if not isinstance(res, list):
+        raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
+    images = image_order(truth)
+    img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
+    b = _boxes(res, "detection")
+    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"),
+                       _no_runs(len(res), None), b[:, 2] * b[:, 3]), b
+
+# %% ../nbs/08a_coco_eval.ipynb #bd6a3301
+def _box_pairs(truths, boxes, pr, pboxes):
+    ("(detection, object in its image, IoU) of every pair of one image and class whose boxes overlap, the IoU as "
+     "`box_ious` computes it")
+    n = np.array([len(t.classes) for t in truths], np.int64)
+    first = np.cumsum(n) - n
+    img, cls = np.repeat(np.arange(len(truths)), n), concat_arrays([t.classes for t in truths])
+    crowd = concat_arrays([t.crowd for t in truths], bool)
+    by = np.lexsort((np.arange(img.size), cls, img))                  # by image, class, annotation order
+    key, pkey = img[by] * (1 << 32) + cls[by], pr.image * (1 << 32) + pr.cls
+    lo, hi = np.searchsorted(key, pkey, "left"), np.searchsorted(key, pkey, "right")
+    k = np.repeat(np.arange(len(pr)), hi - lo)                         # each detection with its image's boxes
+    g = by[np.arange(k.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + lo[k]]
+    (x, y, w, h), (gx, gy, gw, gh) = pboxes[k].T, boxes[g].T
+    iw = np.minimum(w + x, gw + gx) - np.maximum(x, gx)
+    ih = np.minimum(h + y, gh + gy) - np.maximum(y, gy)
+    meet = (iw > 0) & (ih > 0)
+    k, g, i = k[meet], g[meet], iw[meet] * ih[meet]
+    da = w[meet] * h[meet]
+    iou = i / np.where(crowd[g], da, da + gw[meet] * gh[meet] - i)
+    return k, g - first[img[g]], iou
+
 # %% ../nbs/08a_coco_eval.ipynb #744ebb1c
 def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON file
                  results,   # COCO results: a list of dicts or the path of its JSON file
-                 iou_type="segm",  # "segm": the masks' IoU
+                 iou_type="segm",  # "segm": the masks' IoU; "bbox": the boxes' IoU
                  ) -> COCOSummary:
     "COCOeval's twelve numbers (`evaluate`, `accumulate`, `summarize`), the detections matched once for all of them"
-    if iou_type != "segm": raise ValueError(f"iou_type must be 'segm', not {iou_type!r}")
+    if iou_type not in ("segm", "bbox"): raise ValueError(f"iou_type must be 'segm' or 'bbox', not {iou_type!r}")
     gt = _loaded(gt, "ground truth")
-    truth, cats = coco_truth(gt), _part(gt, "categories")
+    cats = _part(gt, "categories")
     classes = np.unique(_numbers(cats, "id", "category", True))
-    pr = coco_predictions(results, truth)
+    if iou_type == "segm":
+        truth = coco_truth(gt)
+        pr = coco_predictions(results, truth)
+    else:
+        truth, boxes = _box_truth(gt)
+        pr, pboxes = _box_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
     if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
     truths = [truth[k] for k in image_order(truth)]
     kept = cap_detections(pr, COCO_MAX_DETS[-1])
-    matched = match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, list(COCO_AREAS.values()))
+    ranges = list(COCO_AREAS.values())
+    matched = (match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, ranges) if iou_type == "segm"
+               else match_pairs_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, ranges,
+                                        _box_pairs(truths, boxes, pr, pboxes)))
     n_truth, (order, ci, bounds) = _counted(truths, classes), _ranked(pr, kept, classes)
     caps = [cap_detections(pr, m) for m in COCO_MAX_DETS[:-1]] + [kept]
     ap = np.stack([_class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
