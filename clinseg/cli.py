@@ -524,7 +524,7 @@ def _coco_file_of(message, args):
 
 @subcommand("coco-eval", "COCOeval's twelve numbers (AP, AP50, ..., AR large) for a COCO ground truth and results",
             arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json): RLE segmentations, or boxes"),
-            arg("results", metavar="RESULTS.json", help="the results: a list of detections, RLE segmentations or boxes"),
+            arg("results", metavar="RESULTS.json", help="the results: a list of detections, RLEs or boxes"),
             arg("--iou-type", default="segm", choices=["segm", "bbox"], help="segm: masks; bbox: boxes"),
             arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))
 def _coco_eval(args):
