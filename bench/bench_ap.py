@@ -10,12 +10,15 @@
 (b) COCO segm end to end from a COCO ground-truth dict and a results list with compressed RLE strings (decode, load,
     evaluate, accumulate, summarize), on two sets whose true objects overlap one another (COCO annotations may):
     "coco", 50 images 480x640 x 30 objects x 36 detections, 3 classes, and "crowded", 5 images of 300 objects and
-    360 detections. clinseg runs twice: as a student calls it (`coco_average_precision` on the dicts) and through the
-    general path (every string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All
+    360 detections, and "coco500", 500 images like "coco"'s. clinseg runs three ways: as a student calls it for AP
+    (`coco_average_precision` on the dicts), for COCOeval's twelve numbers (`coco_summary`: the same work as the
+    peers' evaluate + accumulate + summarize, and the fair comparison), and through the general path for AP (every
+    string decoded to its own runs, `ImageTruth` from lists of runs, prediction records). All
     tools in one process, paired rounds (every tool once per round, the order shuffled, seeded), medians with the
     min-max range, ratios clinseg / tool per round. "Fresh pages" counts the minor page faults of a call: 4 KiB pages
     the system had to map and zero, because the memory was given back to it (often by the tool before). Every AP must
-    equal pycocotools' to 1e-12 (clinseg's on every class and threshold too).
+    equal pycocotools' to 1e-12 (clinseg's on every class and threshold too), and so must the twelve numbers of every
+    tool that gives them.
 
 Usage: `python bench/bench_ap.py` (full size; `--only coco`, `--rounds`, `--frames` and friends to narrow it), or
 `python bench/bench_ap.py --quick` (seconds, small inputs, still checking the APs agree: CI runs it).
@@ -154,6 +157,7 @@ def wad_hotcoco(args):
 COCO_SETS = {  # name: (images, true objects per image, detections per image, image shape)
     "coco": (50, 30, 36, (480, 640)),
     "crowded": (5, 300, 360, (480, 640)),
+    "coco500": (500, 30, 36, (480, 640)),
 }
 QUICK_SETS = {"coco": (6, 30, 36, (120, 160)), "crowded": (1, 120, 150, (160, 200))}
 COCO_CLASSES = (1, 2, 3)
@@ -226,10 +230,17 @@ def overlapping_images(gt):
 
 
 def coco_clinseg(gt, dets):
-    "clinseg from the COCO dict and results, as a student calls it: `coco_average_precision` (chapter 10a)"
+    "clinseg from the COCO dict and results, as a student calls it: `coco_average_precision` (chapter 8a)"
     from clinseg.coco_eval import coco_average_precision
     res = coco_average_precision(gt, dets)
-    return res.ap, res.per_class
+    return res.ap, res.per_class, None
+
+
+def coco_clinseg_summary(gt, dets):
+    "clinseg's twelve numbers, the same work as the peers' evaluate + accumulate + summarize: `coco_summary`"
+    from clinseg.coco_eval import coco_summary
+    s = coco_summary(gt, dets)
+    return float(s.stats[0]), s.ap[0], s.stats
 
 
 def coco_clinseg_records(gt, dets):
@@ -252,7 +263,7 @@ def coco_clinseg_records(gt, dets):
     res = average_precision(truth, records, thresholds=COCO_THRESHOLDS, classes=[c["id"] for c in gt["categories"]],
                             compare=">=",
                             ignore_overlap="area", max_dets=100, area_range=(0, 1e10), order="F")
-    return res.ap, res.per_class
+    return res.ap, res.per_class, None
 
 
 def coco_decode_only(gt, dets):
@@ -275,7 +286,7 @@ def _cocoeval(COCO, COCOeval, gt, dets, **kw):
         E.summarize()
     # thresholds x recall levels x classes, area all, maxDets 100
     p = E.eval["precision"][:, :, :, 0, 2]
-    return float(E.stats[0]), np.where((p > -1).all(1), p.mean(1), np.nan).T
+    return float(E.stats[0]), np.where((p > -1).all(1), p.mean(1), np.nan).T, np.array(E.stats[:12])
 
 
 def coco_pycocotools(gt, dets):
@@ -297,10 +308,11 @@ def coco_hotcoco(gt, dets):
         E.evaluate()
         E.accumulate()
         E.summarize()
-    return float(E.stats[0]), None
+    return float(E.stats[0]), None, np.array(E.stats[:12])
 
 
-COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: records": coco_clinseg_records,
+COCO_TOOLS = {"clinseg": coco_clinseg, "clinseg: twelve numbers": coco_clinseg_summary,
+              "clinseg: records": coco_clinseg_records,
               "clinseg: decoding only": coco_decode_only, "pycocotools": coco_pycocotools,
               "faster-coco-eval": coco_faster, "hotcoco": coco_hotcoco}
 PEER_MODULES = {"pycocotools": "pycocotools", "faster-coco-eval": "faster_coco_eval", "hotcoco": "hotcoco"}
@@ -353,21 +365,24 @@ def paired_rounds(tools, gt, dets, rounds):
 def check_agreement(name, results):
     "Every tool's AP equals pycocotools' to 1e-12, and clinseg's AP of every class and threshold equals COCOeval's"
     if "pycocotools" not in results: return "pycocotools not installed: nothing to compare"
-    ref_ap, ref_per = results["pycocotools"]
-    for t, (ap, _) in ((t, r) for t, r in results.items() if r is not None):
+    ref_ap, ref_per, ref_stats = results["pycocotools"]
+    for t, (ap, _, stats) in ((t, r) for t, r in results.items() if r is not None):
         if not abs(ap - ref_ap) <= 1e-12: raise AssertionError(f"{name}: {t} AP {ap!r} differs from pycocotools' "
                                                                f"{ref_ap!r}")
-    for t in ("clinseg", "clinseg: records"):
+        if stats is not None and not np.allclose(stats, ref_stats, rtol=0, atol=1e-12):
+            raise AssertionError(f"{name}: {t}: the twelve numbers differ from COCOeval's: {stats} {ref_stats}")
+    for t in ("clinseg", "clinseg: twelve numbers", "clinseg: records"):
         per = results[t][1]
         same_nan = np.array_equal(np.isnan(per), np.isnan(ref_per))
         if not (same_nan and np.allclose(per[~np.isnan(per)], ref_per[~np.isnan(ref_per)], rtol=0, atol=1e-12)):
             raise AssertionError(f"{name}: {t}: AP per class and threshold differs from COCOeval's")
-    return f"AP {ref_ap:.12f}: every tool within 1e-12 of pycocotools, clinseg on every class and threshold too"
+    return (f"AP {ref_ap:.12f}: every tool within 1e-12 of pycocotools (the twelve numbers of every tool that gives "
+            "them), clinseg on every class and threshold too")
 
 
 def coco_part(args):
     sets = QUICK_SETS if args.quick else COCO_SETS
-    tools = (["clinseg", "clinseg: records", "clinseg: decoding only"]
+    tools = (["clinseg", "clinseg: twelve numbers", "clinseg: records", "clinseg: decoding only"]
              + [t for t, m in PEER_MODULES.items() if importlib.util.find_spec(m)])
     rounds = 2 if args.quick else args.rounds
     t0 = time.perf_counter()
@@ -388,13 +403,14 @@ def coco_part(args):
               f"{overlapping_images(gt)} images with "
               f"overlapping objects), {len(dets)} detections, {len(COCO_CLASSES)} classes; load average {load0:.1f} -> "
               f"{load1:.1f}")
-        print("| tool | ms, median [min-max] | clinseg / tool, median of rounds [min-max] | fresh pages per call, "
-              "median |\n|---|---|---|---|")
-        base = np.array(times["clinseg"])
+        print("| tool | ms, median [min-max] | clinseg AP / tool, median of rounds [min-max] | clinseg twelve numbers "
+              "/ tool | fresh pages per call, median |\n|---|---|---|---|---|")
+        base, twelve = np.array(times["clinseg"]), np.array(times["clinseg: twelve numbers"])
         for t in tools:
             x = np.array(times[t])
-            r = base / x
-            ratio = "-" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]"
+            r, r12 = base / x, twelve / x
+            ratio = ("- | -" if t.startswith("clinseg") else f"{np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}] | "
+                     f"{np.median(r12):.2f}x [{r12.min():.2f}-{r12.max():.2f}]")
             print(f"| {t} | {1000 * np.median(x):.1f} [{1000 * x.min():.1f}-{1000 * x.max():.1f}] | "
                   + ratio + f" | {np.median(faults[t]):.0f} |")
         print(check_agreement(name, results))
