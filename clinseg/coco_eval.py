@@ -310,6 +310,14 @@ def _stats(ap, recall):
         out.append(float(x.mean()) if x.size else -1.0)
     return np.array(out)
 
+def _tallies(outcome, image, truths):
+    "(images, T, 3) each image's true positives, false positives and missed counted objects at each threshold"
+    n_img, T = len(truths), len(outcome)
+    tp = np.stack([np.bincount(image[outcome[t] == TP], minlength=n_img) for t in range(T)], 1)
+    fp = np.stack([np.bincount(image[outcome[t] == FP], minlength=n_img) for t in range(T)], 1)
+    counted = np.array([int((~t.crowd).sum()) for t in truths], np.int64)
+    return np.stack([tp, fp, counted[:, None] - tp], 2)
+
 # %% ../nbs/08a_coco_eval.ipynb #68ea5be3
 def _line(name, kind, iou, area, cap, value):
     "One line of COCOeval.summarize's print-out"
@@ -326,7 +334,9 @@ class COCOSummary:
     ap: np.ndarray          # (4 areas, classes, 10 thresholds) AP with 100 detections; nan: no true objects
     recall: np.ndarray      # (4 areas, 3 caps: 1, 10, 100 detections, classes, 10 thresholds) recall; nan likewise
     n_truth: np.ndarray     # (4 areas, classes) true objects counted
-    iou_type: str           # "segm": masks' IoU
+    iou_type: str           # "segm": masks' IoU; "bbox": boxes'
+    images: list            # image ids, in COCOeval's order
+    tallies: np.ndarray     # (images, 10 thresholds, 3) TP, FP and FN of each image (area all, 100 detections)
 
     def __getitem__(self, name):
         "One number by its short name: summary['AP50'], summary['ARs'] (`COCO_STATS`)"
@@ -342,10 +352,17 @@ class COCOSummary:
                      **{s[0]: float(v) for s, v in zip(COCO_STATS, _stats(self.ap[:, [k]], self.recall[:, :, [k]]))})
                 for k, c in enumerate(self.classes.tolist())]
 
-    def to_pandas(self):
-        "`per_category` as a pandas DataFrame, one row a category (pandas must be installed)"
+    def per_image(self, threshold=0.5) -> list:
+        "Rows (dicts): each image's true positives, false positives and missed objects at one IoU threshold"
+        t = int(np.argmin(np.abs(COCO_THRESHOLDS - threshold)))
+        return [dict(image=i, TP=int(tp), FP=int(fp), FN=int(fn)) for i, (tp, fp, fn) in
+                zip(self.images, self.tallies[:, t].tolist())]
+
+    def to_pandas(self, table="category"):
+        "`per_category` (or, `table=\"image\"`, `per_image` at 0.5) as a pandas DataFrame (pandas must be installed)"
         try: import pandas as pd
         except ImportError: raise ImportError("to_pandas needs pandas: pip install pandas") from None
+        if table == "image": return pd.DataFrame(self.per_image()).set_index("image")
         return pd.DataFrame(self.per_category()).set_index("category")
 
     def __repr__(self): return "\n".join(_line(*s, v) for s, v in zip(COCO_STATS, self.stats))
@@ -448,4 +465,5 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
     ap = np.stack([_class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
     recall = np.stack([[_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
     names = {c.get("id"): c.get("name", "") for c in cats}
-    return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type)
+    return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type, image_order(truth),
+                       _tallies(matched[0][0], pr.image, truths))
