@@ -17,16 +17,16 @@ from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
 from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
 
 # %% auto #0
-__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'coco_truth', 'coco_predictions', 'coco_average_precision', 'recall_at',
-           'COCOSummary', 'box_ious', 'coco_summary']
+__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'load_json', 'coco_truth', 'coco_predictions', 'coco_average_precision',
+           'recall_at', 'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
 COCO_AREAS = {"all": (0, 1e5 ** 2), "small": (0, 32 ** 2), "medium": (32 ** 2, 96 ** 2), "large": (96 ** 2, 1e5 ** 2)}
 
 # %% ../nbs/08a_coco_eval.ipynb #905bebf5
-def _loaded(x, what):
-    "A COCO dict or list as given, or read from its JSON file"
+def load_json(x, what):
+    "A dict or list as given, or read from its JSON file (`what` names it in the error)"
     if not isinstance(x, (str, Path)): return x
     try: return json.loads(Path(x).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -174,7 +174,7 @@ def _annotation_ids(anns):
 def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the file's path
                ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
     "Every image's true objects, crowd flags and stored areas, from a COCO ground truth with RLE segmentations"
-    gt = _loaded(gt, "ground truth")
+    gt = load_json(gt, "ground truth")
     ids, shapes, position = _images(gt)
     anns = _part(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
@@ -218,7 +218,7 @@ def coco_predictions(results, # COCO segm results: dicts (image_id, category_id,
                      ) -> Predictions:
     ("Every detection checked against its image and read into columns, its runs in one `Objects`; errors name the "
      "detection")
-    res = _loaded(results, "results")
+    res = load_json(results, "results")
     if not isinstance(res, list):
         raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
     images = image_order(truth)
@@ -236,7 +236,7 @@ def coco_average_precision(gt,             # COCO ground truth: a dict or the pa
                            ) -> APResult:
     "COCOeval's segmentation AP (its stats[0] with the defaults), with every curve and match"
     if area not in COCO_AREAS: raise ValueError(f"area must be one of {list(COCO_AREAS)}, not {area!r}")
-    gt = _loaded(gt, "ground truth")
+    gt = load_json(gt, "ground truth")
     truth = coco_truth(gt)
     classes = sorted(set(_numbers(_part(gt, "categories"), "id", "category", True).tolist()))
     return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes,
@@ -405,7 +405,7 @@ def _box_truth(gt):
 
 def _box_predictions(results, truth):
     "The detections' images, classes and scores as `Predictions` without runs, their range areas w x h; their boxes"
-    res = _loaded(results, "results")
+    res = load_json(results, "results")
     if not isinstance(res, list):
         raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
     images = image_order(truth)
@@ -443,7 +443,7 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
                  ) -> COCOSummary:
     "COCOeval's twelve numbers (`evaluate`, `accumulate`, `summarize`), the detections matched once for all of them"
     if iou_type not in ("segm", "bbox"): raise ValueError(f"iou_type must be 'segm' or 'bbox', not {iou_type!r}")
-    gt = _loaded(gt, "ground truth")
+    gt = load_json(gt, "ground truth")
     cats = _part(gt, "categories")
     classes = np.unique(_numbers(cats, "id", "category", True))
     if iou_type == "segm":

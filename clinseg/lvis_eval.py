@@ -5,13 +5,11 @@
 # %% ../nbs/08b_lvis.ipynb #37c71668
 from __future__ import annotations
 from dataclasses import dataclass
-import json
-from pathlib import Path
 import numpy as np
 from .predictions import ImageTruth
 from .matching import FP, TP, match_by_area, safe_ratio
 from .ap import COCO_THRESHOLDS, coco_samples, image_order
-from .coco_eval import COCO_AREAS, coco_predictions, coco_truth
+from .coco_eval import COCO_AREAS, coco_predictions, coco_truth, load_json
 
 # %% auto #0
 __all__ = ['NOT_EXHAUSTIVE', 'LVIS_FREQUENCIES', 'LVIS_STATS', 'verified_pairs', 'cap_per_image', 'ignore_not_exhaustive',
@@ -53,20 +51,6 @@ def ignore_not_exhaustive(outcome,        # (T, N) outcomes of the detections (`
     "Every false positive of a not-exhaustive pair (image, category) turned to `NOT_EXHAUSTIVE`"
     lax = verified_pairs(image, cls, not_exhaustive, {})
     return np.where((np.asarray(outcome) == FP) & lax, NOT_EXHAUSTIVE, outcome).astype(np.int8)
-
-# %% ../nbs/08b_lvis.ipynb #aa246b8b
-def _loaded(x, what):
-    "A dict or list as given, or read from its JSON file"
-    if not isinstance(x, (str, Path)): return x
-    try: return json.loads(Path(x).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{x}: cannot read the {what}: {e}") from None
-
-def _list(gt, name):
-    "One of the ground truth's lists, or an error saying it is missing"
-    part = gt.get(name) if isinstance(gt, dict) else None
-    if not isinstance(part, list): raise ValueError(f"the ground truth has no {name!r} list")
-    return part
 
 # %% ../nbs/08b_lvis.ipynb #c8704b4c
 LVIS_FREQUENCIES = ("r", "c", "f")   # rare, common, frequent: LVISEval's Params.img_count_lbl
@@ -199,6 +183,13 @@ class LVISSummary:
     def __repr__(self):
         return "\n".join(_line(s, self.max_dets, v) for s, v in zip(LVIS_STATS, self.stats))
 
+# %% ../nbs/08b_lvis.ipynb #929873b7
+def _list(gt, name):
+    "One of the ground truth's lists, or an error saying it is missing"
+    part = gt.get(name) if isinstance(gt, dict) else None
+    if not isinstance(part, list): raise ValueError(f"the ground truth has no {name!r} list")
+    return part
+
 # %% ../nbs/08b_lvis.ipynb #a5a0d23a
 def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.json`, or the file's path
                  results,      # segm results: a list of dicts (image_id, category_id, segmentation, score) or its file
@@ -207,7 +198,7 @@ def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.js
     "LVISEval's segmentation numbers (`run()`): the federated rules, then COCO's matching and 101-point AP"
     if max_dets is not None and (isinstance(max_dets, bool) or not isinstance(max_dets, (int, np.integer))):
         raise ValueError(f"max_dets must be a whole number (or None: no cap), not {max_dets!r}")
-    gt = _loaded(gt, "ground truth")
+    gt = load_json(gt, "ground truth")
     classes, frequency = _categories(_list(gt, "categories"))
     truth, truths = _lvis_truth(gt, set(classes.tolist()))
     images = image_order(truth)
