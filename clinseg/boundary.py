@@ -10,7 +10,7 @@ from .runs import as_bool_mask, merge_touching_runs, pixel_axes
 from .objects import Objects, runs_overlap
 
 # %% auto #0
-__all__ = ['band_width', 'boundary_band', 'boundary_iou', 'band_objects', 'boundary_ious']
+__all__ = ['band_width', 'boundary_band', 'boundary_iou', 'band_objects', 'shared_pixels', 'boundary_ious']
 
 # %% ../nbs/06d_boundary.ipynb #b12a5fdc
 def _check_ratio(dilation_ratio) -> float:
@@ -145,7 +145,7 @@ def _block(lo, hi):
     return k, np.arange(k.size) + np.repeat(lo - (np.cumsum(n) - n), n)
 
 # %% ../nbs/06d_boundary.ipynb #10958210
-def _shared_pixels(a, b):
+def shared_pixels(a, b):
     ("(i, j, pixels shared) for every object i of `a` and j of `b` that share pixels, sorted; the objects of either "
      "may overlap each other")
     s, l, p = a.sorted()
@@ -171,5 +171,5 @@ def boundary_ious(truth,               # the true objects of one 2-D image, an `
         raise ValueError(f"truth ({shape(truth)}, order {truth.order}) and pred ({shape(pred)}, order {pred.order}) "
                          "must share a shape and a pixel order")
     tb, pb = band_objects(truth, dilation_ratio), band_objects(pred, dilation_ratio)
-    i, j, shared = _shared_pixels(tb, pb)
+    i, j, shared = shared_pixels(tb, pb)
     return i, j, shared / (tb.areas[i] + pb.areas[j] - shared)

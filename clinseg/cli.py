@@ -525,7 +525,8 @@ def _coco_file_of(message, args):
 @subcommand("coco-eval", "COCOeval's twelve numbers (AP, AP50, ..., AR large) for a COCO ground truth and results",
             arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json): RLE segmentations, or boxes"),
             arg("results", metavar="RESULTS.json", help="the results: a list of detections, RLEs or boxes"),
-            arg("--iou-type", default="segm", choices=["segm", "bbox"], help="segm: masks; bbox: boxes"),
+            arg("--iou-type", default="segm", choices=["segm", "bbox", "boundary"],
+                help="segm: masks; bbox: boxes; boundary: Boundary AP"),
             arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))
 def _coco_eval(args):
     try: summary = coco_summary(args.gt, args.results, iou_type=args.iou_type)
