@@ -523,8 +523,8 @@ def _coco_file_of(message, args):
     return args.results if message.startswith(("detection", "the results")) else args.gt
 
 @subcommand("coco-eval", "COCOeval's twelve numbers (AP, AP50, ..., AR large) for a COCO ground truth and results",
-            arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json): RLE segmentations, or boxes"),
-            arg("results", metavar="RESULTS.json", help="the results: a list of detections, RLEs or boxes"),
+            arg("gt", metavar="GT.json", help="the COCO ground truth (instances_*.json)"),
+            arg("results", metavar="RESULTS.json", help="the results: a list of detections"),
             arg("--iou-type", default="segm", choices=["segm", "bbox", "boundary"],
                 help="segm: masks; bbox: boxes; boundary: Boundary AP"),
             arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))

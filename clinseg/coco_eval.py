@@ -12,6 +12,7 @@ import numpy as np
 from .runs import RLEError, concat_arrays
 from .objects import Objects
 from .coco import coco_rles_to_objects
+from .polygons import polygons_to_coco_rles
 from .predictions import ImageTruth, Predictions, cap_detections
 from .boundary import boundary_ious, shared_pixels
 from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
@@ -67,15 +68,25 @@ def _is_number(v, whole):
     except OverflowError: return False
 
 # %% ../nbs/08a_coco_eval.ipynb #9a8dc4eb
-def _rles(rows, what):
-    "Each record's RLE (a dict with 'counts'); a polygon, a missing or odd one named"
+def _rles(rows, what, shapes):
+    ("Each record's RLE (a dict with 'counts'), polygons rasterised as pycocotools' `annToRLE` does ([COCO polygons]"
+     "(03c_polygons.ipynb)) on the record's image (`shapes`: each record's (h, w)); an odd or missing one named")
     seg = _field(rows, "segmentation", what)
     if set(map(type, seg)) <= {dict} and all(map(methodcaller("__contains__", "counts"), seg)): return seg
-    k, s = next((k, s) for k, s in enumerate(seg) if not (isinstance(s, dict) and "counts" in s))
-    kind = ("a polygon" if isinstance(s, list) else f"a {type(s).__name__} without 'counts'" if isinstance(s, dict)
-            else f"a {type(s).__name__}")
-    raise ValueError(
-        f"{what} {k}: the segmentation is {kind}, not an RLE (pycocotools' `annToRLE` turns polygons into RLEs)")
+    poly = [k for k, s in enumerate(seg) if isinstance(s, list)]
+    if poly:
+        try: rles = polygons_to_coco_rles([seg[k] for k in poly], [shapes[k] for k in poly])
+        except ValueError as e:                                             # named by the record's own number
+            text = re.sub(r"^annotation (\d+)", lambda m: f"{what} {poly[int(m.group(1))]}", str(e))
+            raise ValueError(text) from None
+        seg = list(seg)
+        for k, r in zip(poly, rles): seg[k] = r
+    bad = [(k, s) for k, s in enumerate(seg) if not (isinstance(s, dict) and "counts" in s)]
+    if bad:
+        k, s = bad[0]
+        kind = f"a {type(s).__name__} without 'counts'" if isinstance(s, dict) else f"a {type(s).__name__}"
+        raise ValueError(f"{what} {k}: the segmentation is {kind}, not an RLE or a list of polygons")
+    return seg
 
 # %% ../nbs/08a_coco_eval.ipynb #e5f38f9b
 def _positions(ids, position, what):
@@ -174,12 +185,12 @@ def _annotation_ids(anns):
 # %% ../nbs/08a_coco_eval.ipynb #c150869f
 def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the file's path
                ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
-    "Every image's true objects, crowd flags and stored areas, from a COCO ground truth with RLE segmentations"
+    "Every image's true objects, crowd flags and stored areas, from a COCO ground truth (RLEs or polygons)"
     gt = load_json(gt, "ground truth")
     ids, shapes, position = _images(gt)
     anns = _part(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
-    o = _decoded(_rles(anns, "annotation"), shapes, at, ids, "annotation")
+    o = _decoded(_rles(anns, "annotation", [shapes[i] for i in at.tolist()]), shapes, at, ids, "annotation")
     s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
     cls, area, crowd, ann_id = _columns(anns, by)
     pixels, out = o.areas[by], {}
@@ -224,7 +235,8 @@ def coco_predictions(results, # COCO segm results: dicts (image_id, category_id,
         raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
     images = image_order(truth)
     img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
-    o = _decoded(_rles(res, "detection"), [truth[k].shape for k in images], img, images, "detection")
+    shapes = [truth[k].shape for k in images]
+    o = _decoded(_rles(res, "detection", [shapes[i] for i in img.tolist()]), shapes, img, images, "detection")
     return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o,
                        _box_areas(res))
 
