@@ -347,7 +347,7 @@ class COCOSummary:
     ap: np.ndarray          # (4 areas, classes, 10 thresholds) AP with 100 detections; nan: no true objects
     recall: np.ndarray      # (4 areas, 3 caps: 1, 10, 100 detections, classes, 10 thresholds) recall; nan likewise
     n_truth: np.ndarray     # (4 areas, classes) true objects counted
-    iou_type: str           # "segm": masks' IoU; "bbox": boxes'
+    iou_type: str           # "segm": masks' IoU; "bbox": boxes'; "boundary": Boundary AP's
     images: list            # image ids, in COCOeval's order
     tallies: np.ndarray     # (images, 10 thresholds, 3) TP, FP and FN of each image (area all, 100 detections)
 
