@@ -19,8 +19,9 @@ from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
 from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
 
 # %% auto #0
-__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'load_json', 'coco_truth', 'coco_predictions', 'coco_average_precision',
-           'recall_at', 'COCOSummary', 'box_ious', 'coco_summary']
+__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'load_json', 'json_list', 'coco_truth', 'coco_predictions',
+           'coco_average_precision', 'recall_at', 'count_by_area', 'class_recalls', 'rank_by_class', 'class_ap',
+           'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
@@ -139,7 +140,7 @@ def _grouped_by_image(o, at, n_img):
     return s, l, owner, by, img_first, run_first
 
 # %% ../nbs/08a_coco_eval.ipynb #76ad9531
-def _part(gt, name):
+def json_list(gt, name):
     "One of the ground truth's lists (images, annotations, categories), or an error saying which is missing"
     part = gt.get(name) if isinstance(gt, dict) else None
     if not isinstance(part, list):
@@ -150,7 +151,7 @@ def _part(gt, name):
 # %% ../nbs/08a_coco_eval.ipynb #b056d2df
 def _images(gt):
     "Image ids, shapes and positions of a ground truth; duplicate ids and bad sizes named"
-    images = _part(gt, "images")
+    images = json_list(gt, "images")
     ids = _field(images, "id", "image")
     shapes = list(
         zip(_numbers(images, "height", "image", True).tolist(), _numbers(images, "width", "image", True).tolist()))
@@ -188,7 +189,7 @@ def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the 
     "Every image's true objects, crowd flags and stored areas, from a COCO ground truth (RLEs or polygons)"
     gt = load_json(gt, "ground truth")
     ids, shapes, position = _images(gt)
-    anns = _part(gt, "annotations")
+    anns = json_list(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
     o = _decoded(_rles(anns, "annotation", [shapes[i] for i in at.tolist()]), shapes, at, ids, "annotation")
     s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
@@ -251,7 +252,7 @@ def coco_average_precision(gt,             # COCO ground truth: a dict or the pa
     if area not in COCO_AREAS: raise ValueError(f"area must be one of {list(COCO_AREAS)}, not {area!r}")
     gt = load_json(gt, "ground truth")
     truth = coco_truth(gt)
-    classes = sorted(set(_numbers(_part(gt, "categories"), "id", "category", True).tolist()))
+    classes = sorted(set(_numbers(json_list(gt, "categories"), "id", "category", True).tolist()))
     return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes,
                              compare=">=",
                              ignore_overlap="area", max_dets=max_dets, area_range=COCO_AREAS[area], order="F")
@@ -274,7 +275,7 @@ def recall_at(outcome,  # (T, n) outcomes of one class's kept predictions at eac
     return (np.asarray(outcome) == TP).sum(1) / n_truth
 
 # %% ../nbs/08a_coco_eval.ipynb #f734311d
-def _counted(truths, classes):
+def count_by_area(truths, classes):
     "(4 areas, classes) true objects counted in each of COCO's area ranges: not crowd regions, the stored area in range"
     cls = concat_arrays([t.classes for t in truths])
     ok = ~concat_arrays([t.crowd for t in truths], bool)
@@ -285,7 +286,7 @@ def _counted(truths, classes):
                      for lo, hi in COCO_AREAS.values()])
 
 # %% ../nbs/08a_coco_eval.ipynb #ad1f0d45
-def _recalls(outcome, ci, keep, n_truth):
+def class_recalls(outcome, ci, keep, n_truth):
     ("(classes, T) recall of every class: the true positives among the kept predictions (`keep`), by class index "
      "`ci`, over `n_truth`")
     C, T = len(n_truth), len(outcome)
@@ -294,14 +295,14 @@ def _recalls(outcome, ci, keep, n_truth):
     return np.where(n_truth[:, None] > 0, tp / np.maximum(n_truth, 1)[:, None], np.nan)
 
 # %% ../nbs/08a_coco_eval.ipynb #88e0b953
-def _ranked(pr, kept, classes):
+def rank_by_class(pr, kept, classes):
     ("The kept predictions by class, then confidence (ties: image, then submission order), as COCOeval's `accumulate` "
      "ranks them; each prediction's class index; where each class's block begins (and the last ends)")
     order = np.lexsort((np.arange(len(pr)), pr.image, -pr.conf, pr.cls))
     order = order[kept[order]]
     return order, np.searchsorted(classes, pr.cls), np.searchsorted(pr.cls[order], classes.tolist() + [np.inf])
 
-def _class_ap(outcome, order, bounds, n_truth):
+def class_ap(outcome, order, bounds, n_truth):
     "(classes, T) COCO AP of every class with true objects (nan: none) from one area range's outcomes"
     out = np.full((len(n_truth), len(outcome)), np.nan)
     for c in np.flatnonzero(n_truth):
@@ -405,7 +406,7 @@ def _box_truth(gt):
     ("Every image's true boxes as an `ImageTruth` with objects of no runs, and all the boxes, each image's together "
      "in annotation order")
     ids, shapes, position = _images(gt)
-    anns = _part(gt, "annotations")
+    anns = json_list(gt, "annotations")
     at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
     boxes, by = _boxes(anns, "annotation"), np.argsort(at, kind="stable")
     cls, area, crowd, ann_id = _columns(anns, by)
@@ -481,7 +482,7 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
     if iou_type not in ("segm", "bbox", "boundary"):
         raise ValueError(f"iou_type must be 'segm', 'bbox' or 'boundary', not {iou_type!r}")
     gt = load_json(gt, "ground truth")
-    cats = _part(gt, "categories")
+    cats = json_list(gt, "categories")
     classes = np.unique(_numbers(cats, "id", "category", True))
     if iou_type != "bbox":
         truth = coco_truth(gt)
@@ -491,17 +492,18 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
         pr, pboxes = _box_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
     if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
-    truths = [truth[k] for k in image_order(truth)]
+    images = image_order(truth)
+    truths = [truth[k] for k in images]
     kept = cap_detections(pr, COCO_MAX_DETS[-1])
     ranges = list(COCO_AREAS.values())
     matched = (match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, ranges) if iou_type == "segm"
                else match_pairs_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, ranges,
                                         _box_pairs(truths, boxes, pr, pboxes) if iou_type == "bbox"
                                         else _boundary_pairs(truths, pr, dilation_ratio)))
-    n_truth, (order, ci, bounds) = _counted(truths, classes), _ranked(pr, kept, classes)
+    n_truth, (order, ci, bounds) = count_by_area(truths, classes), rank_by_class(pr, kept, classes)
     caps = [cap_detections(pr, m) for m in COCO_MAX_DETS[:-1]] + [kept]
-    ap = np.stack([_class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
-    recall = np.stack([[_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
+    ap = np.stack([class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
+    recall = np.stack([[class_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
     names = {c.get("id"): c.get("name", "") for c in cats}
-    return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type, image_order(truth),
+    return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type, images,
                        _tallies(matched[0][0], pr.image, truths))

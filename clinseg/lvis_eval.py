@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from .predictions import ImageTruth
-from .matching import FP, TP, match_by_area, safe_ratio
-from .ap import COCO_THRESHOLDS, coco_samples, image_order
-from .coco_eval import COCO_AREAS, coco_predictions, coco_truth, load_json
+from .matching import FP, match_by_area
+from .ap import COCO_THRESHOLDS, image_order
+from .coco_eval import (COCO_AREAS, class_ap, class_recalls, coco_predictions, coco_truth, count_by_area,
+                               json_list, load_json, rank_by_class)
 
 # %% auto #0
 __all__ = ['NOT_EXHAUSTIVE', 'LVIS_FREQUENCIES', 'LVIS_STATS', 'verified_pairs', 'cap_per_image', 'ignore_not_exhaustive',
@@ -102,28 +103,6 @@ def _lvis_truth(gt, known):
         out.append(ImageTruth.checked(t.shape, t.objects.select(keep), t.classes[keep], crowd, area))
     return truth, out
 
-def _n_truth(truths, classes):
-    "(4 areas, classes) the objects counted in each of the area ranges (an `ignore` one in none)"
-    cls = np.concatenate([t.classes for t in truths] + [np.zeros(0, np.int64)])
-    area = np.concatenate([t.area for t in truths] + [np.zeros(0)])
-    ci = np.searchsorted(classes, cls)
-    return np.stack([np.bincount(ci[(area >= lo) & (area <= hi)], minlength=len(classes))
-                     for lo, hi in COCO_AREAS.values()])
-
-# %% ../nbs/08b_lvis.ipynb #be944b30
-def _ap_recall(outcome, pr, kept, classes, n_truth):
-    "(classes, T) AP and recall of every category in one area range; nan for a category without counted objects"
-    order = np.lexsort((np.arange(len(pr)), pr.image, -pr.conf, pr.cls))
-    order = order[kept[order]]
-    bounds = np.searchsorted(pr.cls[order], classes.tolist() + [np.inf])
-    ap, recall = np.full((2, len(classes), len(outcome)), np.nan)
-    for c in np.flatnonzero(n_truth):
-        o = outcome[:, order[bounds[c]:bounds[c + 1]]]
-        tp, fp = np.cumsum(o == TP, 1), np.cumsum(o == FP, 1)
-        ap[c] = coco_samples(tp / n_truth[c], safe_ratio(tp, tp + fp)).mean(1)
-        recall[c] = tp[:, -1] / n_truth[c] if o.shape[1] else 0.
-    return ap, recall
-
 # %% ../nbs/08b_lvis.ipynb #5d25bac9
 # LVISEval's `results`, in its order: (key, AP or AR, IoU threshold (None: the mean over .50:.95), area range,
 # frequency group (None: all categories))
@@ -183,13 +162,6 @@ class LVISSummary:
     def __repr__(self):
         return "\n".join(_line(s, self.max_dets, v) for s, v in zip(LVIS_STATS, self.stats))
 
-# %% ../nbs/08b_lvis.ipynb #929873b7
-def _list(gt, name):
-    "One of the ground truth's lists, or an error saying it is missing"
-    part = gt.get(name) if isinstance(gt, dict) else None
-    if not isinstance(part, list): raise ValueError(f"the ground truth has no {name!r} list")
-    return part
-
 # %% ../nbs/08b_lvis.ipynb #a5a0d23a
 def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.json`, or the file's path
                  results,      # segm results: a list of dicts (image_id, category_id, segmentation, score) or its file
@@ -199,10 +171,10 @@ def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.js
     if max_dets is not None and (isinstance(max_dets, bool) or not isinstance(max_dets, (int, np.integer))):
         raise ValueError(f"max_dets must be a whole number (or None: no cap), not {max_dets!r}")
     gt = load_json(gt, "ground truth")
-    classes, frequency = _categories(_list(gt, "categories"))
+    classes, frequency = _categories(json_list(gt, "categories"))
     truth, truths = _lvis_truth(gt, set(classes.tolist()))
     images = image_order(truth)
-    neg, lax = _category_lists(_list(gt, "images"), {k: i for i, k in enumerate(images)}, set(classes.tolist()))
+    neg, lax = _category_lists(json_list(gt, "images"), {k: i for i, k in enumerate(images)}, set(classes.tolist()))
     pr = coco_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
     if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
@@ -210,10 +182,10 @@ def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.js
     kept = (cap_per_image(pr.image, pr.conf, max_dets) & (pr.range_area > 0)
             & verified_pairs(pr.image, pr.cls, present, neg))
     matched = match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, list(COCO_AREAS.values()))
-    n_truth = _n_truth(truths, classes)
+    n_truth, (order, ci, bounds) = count_by_area(truths, classes), rank_by_class(pr, kept, classes)
     outcomes = np.split(ignore_not_exhaustive(np.concatenate([m[0] for m in matched]), pr.image, pr.cls, lax), 4)
-    ap, recall = np.stack([_ap_recall(o, pr, kept, classes, n)
-                           for o, n in zip(outcomes, n_truth)]).transpose(1, 0, 2, 3)
+    ap = np.stack([class_ap(o, order, bounds, n) for o, n in zip(outcomes, n_truth)])
+    recall = np.stack([class_recalls(o, ci, kept, n) for o, n in zip(outcomes, n_truth)])
     names = {c.get("id"): c.get("name", "") for c in gt["categories"]}
     return LVISSummary(_stats(ap, recall, frequency), classes, names, frequency, ap, recall, n_truth,
                        -1 if max_dets is None else int(max_dets))
