@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from .runs import as_bool_mask, merge_touching_runs, pixel_axes
-from .objects import Objects, runs_overlap
+from .objects import Objects, meeting_runs, runs_overlap
 
 # %% auto #0
 __all__ = ['band_width', 'boundary_band', 'boundary_iou', 'band_objects', 'shared_pixels', 'boundary_ious']
@@ -137,24 +137,12 @@ def band_objects(objects,             # the objects of one 2-D image, an `Object
     starts, lengths, owner = _band_runs(s, e, es, ee, n_lines, line)
     return Objects(starts, lengths, owner, objects.ids, objects.shape, objects.order)
 
-# %% ../nbs/06d_boundary.ipynb #eed6f1ba
-def _block(lo, hi):
-    "For each k, the indices lo[k] .. hi[k] - 1: the k of each, and the index"
-    n = np.maximum(hi - lo, 0)
-    k = np.repeat(np.arange(lo.size), n)
-    return k, np.arange(k.size) + np.repeat(lo - (np.cumsum(n) - n), n)
-
 # %% ../nbs/06d_boundary.ipynb #10958210
 def shared_pixels(a, b):
     ("(i, j, pixels shared) for every object i of `a` and j of `b` that share pixels, sorted; the objects of either "
      "may overlap each other")
-    s, l, p = a.sorted()
-    t, m, q = b.sorted()
-    e, f = s + l, t + m
-    i1, j1 = _block(np.searchsorted(t, s, "left"), np.searchsorted(t, e, "left"))     # s <= t < e
-    j2, i2 = _block(np.searchsorted(s, t, "right"), np.searchsorted(s, f, "left"))    # t < s < f
-    i, j = np.concatenate([i1, i2]), np.concatenate([j1, j2])
-    shared = np.minimum(e[i], f[j]) - np.maximum(s[i], t[j])
+    i, j, shared = meeting_runs(a.starts, a.lengths, b.starts, b.lengths)   # (chapter 1a)
+    p, q = a.owner, b.owner
     n = max(len(b), 1)
     codes, at = np.unique(p[i] * n + q[j], return_inverse=True)
     return codes // n, codes % n, np.bincount(at.ravel(), shared, codes.size).astype(np.int64)

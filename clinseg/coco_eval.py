@@ -10,7 +10,7 @@ from operator import itemgetter, methodcaller
 from pathlib import Path
 import numpy as np
 from .runs import RLEError, concat_arrays
-from .objects import Objects
+from .objects import Objects, index_ranges
 from .coco import coco_rles_to_objects
 from .polygons import polygons_to_coco_rles
 from .predictions import ImageTruth, Predictions, cap_detections
@@ -439,8 +439,8 @@ def _box_pairs(truths, boxes, pr, pboxes):
     by = np.lexsort((np.arange(img.size), cls, img))                  # by image, class, annotation order
     key, pkey = img[by] * (1 << 32) + cls[by], pr.image * (1 << 32) + pr.cls
     lo, hi = np.searchsorted(key, pkey, "left"), np.searchsorted(key, pkey, "right")
-    k = np.repeat(np.arange(len(pr)), hi - lo)                         # each detection with its image's boxes
-    g = by[np.arange(k.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + lo[k]]
+    k, at = index_ranges(lo, hi)                                       # each detection with its image's boxes
+    g = by[at]
     (x, y, w, h), (gx, gy, gw, gh) = pboxes[k].T, boxes[g].T
     iw = np.minimum(w + x, gw + gx) - np.maximum(x, gx)
     ih = np.minimum(h + y, gh + gy) - np.maximum(y, gy)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import math
 import numpy as np
 from .runs import concat_arrays
-from .objects import runs_intersections, runs_overlap
+from .objects import meeting_runs, runs_intersections, runs_overlap
 from .predictions import rank_order
 from .kernels import kernel, numba_available
 
@@ -237,25 +237,6 @@ def _truth_line(per, offset, classes, min_region):
     ends = np.add(ts, tl, out=spare)
     return _Line(img, first, count, cls, crowd, area, small, ts, tl, obj, offset), bool((ts[1:] < ends[:-1]).any())
 
-# %% ../nbs/07_matching.ipynb #b17c761b
-def _ranges(lo, hi):
-    "Every position lo[k] .. hi[k] - 1 of every k, as (k, position) pairs"
-    n = np.maximum(hi - lo, 0)
-    k = np.repeat(np.arange(n.size), n)
-    return k, np.arange(k.size) - np.repeat(np.cumsum(n) - n, n) + lo[k]
-
-def _meeting_runs(s, l, t, m):
-    ("Every pair of overlapping runs of two sets that may each overlap themselves: (index into the first, into the "
-     "second, pixels shared)")
-    a, b = np.argsort(s, kind="stable"), np.argsort(t, kind="stable")
-    sa, tb = s[a], t[b]
-    # second runs starting in [s, s + l)
-    i1, at = _ranges(np.searchsorted(tb, s, "left"), np.searchsorted(tb, s + l, "left"))
-    # first runs starting in (t, t + m)
-    j2, at2 = _ranges(np.searchsorted(sa, t, "right"), np.searchsorted(sa, t + m, "left"))
-    i, j = np.concatenate([i1, a[at2]]), np.concatenate([b[at], j2])
-    return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
-
 # %% ../nbs/07_matching.ipynb #3e6c4a0d
 def _line_starts(pr, offset):
     "The predictions' run starts on the truth's line: each image's runs moved to its stretch of it"
@@ -268,7 +249,7 @@ def _pair_overlaps(pr, rows, offset, line, n_img, overlapping=False):
     n, pimg, ps = rows.size, pr.image[rows], _line_starts(pr, offset)
     pos = np.full(len(pr), -1, np.int64)
     pos[rows] = np.arange(n)
-    i, j, ov = (_meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
+    i, j, ov = (meeting_runs if overlapping else runs_overlap)(ps, pr.objects.lengths, line.starts, line.lengths)
     p, g = pos[pr.objects.owner[i]], line.obj[j]
     mine = p >= 0                                                       # evaluated predictions only
     p, g, ov = p[mine], g[mine], ov[mine]

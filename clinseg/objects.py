@@ -13,7 +13,8 @@ from .runs import (as_runs, as_shape, check_runs_fit, check_whole, concat_arrays
                           mask_to_runs, pixel_axes)
 
 # %% auto #0
-__all__ = ['Objects', 'runs_overlap', 'concat_runs', 'runs_intersections', 'overlapping_pairs', 'find_overlaps', 'first_overlaps']
+__all__ = ['Objects', 'runs_overlap', 'index_ranges', 'meeting_runs', 'concat_runs', 'runs_intersections', 'overlapping_pairs',
+           'find_overlaps', 'first_overlaps']
 
 # %% ../nbs/01a_objects.ipynb #fd28173f
 def _gather_runs(runs, what):
@@ -195,6 +196,25 @@ def runs_overlap(starts,        # 0-based starts of the first runs (any order; m
     i = np.repeat(np.arange(s.size), n)
     j = np.arange(i.size) + np.repeat(lo - (np.cumsum(n) - n), n)   # lo, lo + 1, ... for each run of the first set
     return i, j, np.minimum(e[i], f[j]) - np.maximum(s[i], t[j])
+
+# %% ../nbs/01a_objects.ipynb #b17c761b
+def index_ranges(lo, hi):
+    "Every position lo[k] .. hi[k] - 1 of every k, as (k, position) pairs"
+    n = np.maximum(hi - lo, 0)
+    k = np.repeat(np.arange(n.size), n)
+    return k, np.arange(k.size) - np.repeat(np.cumsum(n) - n, n) + lo[k]
+
+def meeting_runs(s, l, t, m):
+    ("Every pair of overlapping runs of two sets that may each overlap themselves: (index into the first, into the "
+     "second, pixels shared)")
+    a, b = np.argsort(s, kind="stable"), np.argsort(t, kind="stable")
+    sa, tb = s[a], t[b]
+    # second runs starting in [s, s + l)
+    i1, at = index_ranges(np.searchsorted(tb, s, "left"), np.searchsorted(tb, s + l, "left"))
+    # first runs starting in (t, t + m)
+    j2, at2 = index_ranges(np.searchsorted(sa, t, "right"), np.searchsorted(sa, t + m, "left"))
+    i, j = np.concatenate([i1, a[at2]]), np.concatenate([b[at], j2])
+    return i, j, np.minimum(s[i] + l[i], t[j] + m[j]) - np.maximum(s[i], t[j])
 
 # %% ../nbs/01a_objects.ipynb #dfccd1b9
 def concat_runs(runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
