@@ -373,12 +373,12 @@ def _batch_pairs(per, pr, rows, rules):
 
 
 # %% ../nbs/07_matching.ipynb #330a33ec
-def _batch_outcomes(per, pr, rows, rules, batch=None):
+def _batch_outcomes(per, pr, rows, rules, batch):
     ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
-     "images at once, under the `_MatchRules` `rules`; `batch`: the pairs of `_batch_pairs`, when already found")
+     "images at once, under the `_MatchRules` `rules`, from the pairs of `batch` (`_batch_pairs`)")
     classes, thresholds, strict, ignore_iou, area_range, min_region = rules
     n, fast = rows.size, numba_available()
-    line, pairs, iou, p_first = batch or _batch_pairs(per, pr, rows, rules)
+    line, pairs, iou, p_first = batch
     p, g, crowd = pairs.p, pairs.g, line.crowd[pairs.g]
     counted = ~line.crowd & ~line.small
     if area_range is not None:
