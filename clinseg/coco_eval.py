@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_coco_eval.ipynb #5b489185
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import json, re
 from operator import itemgetter, methodcaller
 from pathlib import Path
@@ -21,7 +21,7 @@ from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, imag
 # %% auto #0
 __all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'load_json', 'json_list', 'coco_truth', 'coco_predictions',
            'coco_average_precision', 'recall_at', 'count_by_area', 'class_recalls', 'rank_by_class', 'class_ap',
-           'COCOSummary', 'box_ious', 'coco_summary']
+           'image_stats', 'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
@@ -275,15 +275,21 @@ def recall_at(outcome,  # (T, n) outcomes of one class's kept predictions at eac
     return (np.asarray(outcome) == TP).sum(1) / n_truth
 
 # %% ../nbs/08a_coco_eval.ipynb #f734311d
-def count_by_area(truths, classes):
-    "(4 areas, classes) true objects counted in each of COCO's area ranges: not crowd regions, the stored area in range"
+def count_by_area(truths,          # each image's `ImageTruth`, in order
+                  classes,         # category ids, sorted
+                  by_image=False,  # True: (4 areas, images, classes), each image counted alone
+                  ) -> np.ndarray: # (4 areas, classes) counts
+    "True objects counted in each of COCO's area ranges: not crowd regions, the stored area in range"
     cls = concat_arrays([t.classes for t in truths])
     ok = ~concat_arrays([t.crowd for t in truths], bool)
     area = concat_arrays([t.range_areas for t in truths], float)
     ci = np.searchsorted(classes, cls)
     ok &= (ci < len(classes)) & (classes[np.minimum(ci, len(classes) - 1)] == cls)
-    return np.stack([np.bincount(ci[ok & (area >= lo) & (area <= hi)], minlength=len(classes))
-                     for lo, hi in COCO_AREAS.values()])
+    n = len(classes) * (len(truths) if by_image else 1)
+    if by_image: ci = ci + len(classes) * np.repeat(np.arange(len(truths)), [len(t.classes) for t in truths])
+    out = np.stack([np.bincount(ci[ok & (area >= lo) & (area <= hi)], minlength=n) for lo, hi in COCO_AREAS.values()])
+    return out.reshape(len(out), len(truths), len(classes)) if by_image else out
+
 
 # %% ../nbs/08a_coco_eval.ipynb #ad1f0d45
 def class_recalls(outcome, ci, keep, n_truth):
@@ -332,6 +338,28 @@ def _tallies(outcome, image, truths):
     counted = np.array([int((~t.crowd).sum()) for t in truths], np.int64)
     return np.stack([tp, fp, counted[:, None] - tp], 2)
 
+# %% ../nbs/08a_coco_eval.ipynb #fdbd4b13
+def image_stats(outcomes, # (4 areas, T, N) outcomes of every prediction, as `coco_summary` matched them
+                image,    # (N,) each prediction's image position
+                ci,       # (N,) each prediction's class index
+                conf,     # (N,) confidences
+                caps,     # (3, N) the predictions kept with 1, 10 and 100 detections per image
+                counts,   # (4 areas, images, classes) counted true objects (`count_by_area(..., by_image=True)`)
+                ) -> np.ndarray: # (images, 12)
+    "Each image's twelve numbers, as COCOeval gives them evaluating that image alone (`params.imgIds = [image]`)"
+    n_img, C = counts.shape[1:]
+    pairs = np.unique(np.concatenate([image * C + ci, np.flatnonzero(counts.any(0))]))  # (image, class) pairs seen
+    group = np.searchsorted(pairs, image * C + ci)
+    order = np.lexsort((np.arange(len(group)), -conf, group))      # by pair, then confidence, then submission order
+    order = order[caps[-1][order]]
+    bounds = np.searchsorted(group[order], np.arange(len(pairs) + 1))
+    n = counts.reshape(len(counts), -1)[:, pairs]
+    ap = np.stack([class_ap(o, order, bounds, k) for o, k in zip(outcomes, n)])
+    recall = np.stack([[class_recalls(o, group, keep, k) for keep in caps] for o, k in zip(outcomes, n)])
+    at = np.searchsorted(pairs // C, np.arange(n_img + 1))                   # each image's block of pairs
+    return np.array([_stats(ap[:, a:b], recall[:, :, a:b]) for a, b in zip(at[:-1], at[1:])]).reshape(n_img, 12)
+
+
 # %% ../nbs/08a_coco_eval.ipynb #68ea5be3
 def _line(name, kind, iou, area, cap, value):
     "One line of COCOeval.summarize's print-out"
@@ -351,6 +379,8 @@ class COCOSummary:
     iou_type: str           # "segm": masks' IoU; "bbox": boxes'; "boundary": Boundary AP's
     images: list            # image ids, in COCOeval's order
     tallies: np.ndarray     # (images, 10 thresholds, 3) TP, FP and FN of each image (area all, 100 detections)
+    # what `image_stats` takes: the outcomes of the four area ranges, image, class index, confidence, caps, counts
+    detail: tuple = field(default=(), repr=False)
 
     def __getitem__(self, name):
         "One number by its short name: summary['AP50'], summary['ARs'] (`COCO_STATS`)"
@@ -367,10 +397,12 @@ class COCOSummary:
                 for k, c in enumerate(self.classes.tolist())]
 
     def per_image(self, threshold=0.5) -> list:
-        "Rows (dicts): each image's true positives, false positives and missed objects at one IoU threshold"
+        ("Rows (dicts): each image's twelve numbers (COCOeval on that image alone; -1: no counted true object), and "
+         "its true positives, false positives and missed objects at one IoU threshold")
         t = int(np.argmin(np.abs(COCO_THRESHOLDS - threshold)))
-        return [dict(image=i, TP=int(tp), FP=int(fp), FN=int(fn)) for i, (tp, fp, fn) in
-                zip(self.images, self.tallies[:, t].tolist())]
+        return [dict(image=i, **dict(zip([s[0] for s in COCO_STATS], row)), TP=tp, FP=fp, FN=fn)
+                for i, row, (tp, fp, fn) in zip(self.images, image_stats(*self.detail).tolist(),
+                                                self.tallies[:, t].tolist())]
 
     def to_pandas(self, table="category"):
         "`per_category` (or, `table=\"image\"`, `per_image` at 0.5) as a pandas DataFrame (pandas must be installed)"
@@ -404,17 +436,17 @@ def _no_runs(n, shape, ids=None):
 
 def _box_truth(gt):
     ("Every image's true boxes as an `ImageTruth` with objects of no runs, and all the boxes, each image's together "
-     "in annotation order")
+     "in annotation order, the images in `image_order` (as `coco_summary` lists them)")
     ids, shapes, position = _images(gt)
+    images = image_order(ids)
     anns = json_list(gt, "annotations")
-    at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
+    at = _positions(_field(anns, "image_id", "annotation"), {k: r for r, k in enumerate(images)}, "annotation")
     boxes, by = _boxes(anns, "annotation"), np.argsort(at, kind="stable")
     cls, area, crowd, ann_id = _columns(anns, by)
     first, out = np.searchsorted(at[by], np.arange(len(ids) + 1)), {}
-    for i, im in enumerate(ids):
-        a, b = first[i], first[i + 1]
-        out[im] = ImageTruth.checked(shapes[i], _no_runs(b - a, shapes[i], ann_id[a:b]), cls[a:b], crowd[a:b],
-                                     area[a:b])
+    for r, im in enumerate(images):
+        a, b, shape = first[r], first[r + 1], shapes[position[im]]
+        out[im] = ImageTruth.checked(shape, _no_runs(b - a, shape, ann_id[a:b]), cls[a:b], crowd[a:b], area[a:b])
     return out, boxes[by]
 
 def _box_predictions(results, truth):
@@ -500,10 +532,12 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
                else match_pairs_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, ranges,
                                         _box_pairs(truths, boxes, pr, pboxes) if iou_type == "bbox"
                                         else _boundary_pairs(truths, pr, dilation_ratio)))
-    n_truth, (order, ci, bounds) = count_by_area(truths, classes), rank_by_class(pr, kept, classes)
+    counts, (order, ci, bounds) = count_by_area(truths, classes, True), rank_by_class(pr, kept, classes)
+    n_truth = counts.sum(1)
     caps = [cap_detections(pr, m) for m in COCO_MAX_DETS[:-1]] + [kept]
     ap = np.stack([class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
     recall = np.stack([[class_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
     names = {c.get("id"): c.get("name", "") for c in cats}
+    detail = ([m[0] for m in matched], pr.image, ci, pr.conf, caps, counts)
     return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type, images,
-                       _tallies(matched[0][0], pr.image, truths))
+                       _tallies(matched[0][0], pr.image, truths), detail)
