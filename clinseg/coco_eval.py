@@ -108,13 +108,15 @@ def _decoded(seg, shapes, at, ids, what):
     ("All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its "
      "image's); errors name the record")
     want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
+    sizes = [list(s) for s in shapes]
+    sizes = [sizes[a] for a in at.tolist()]                            # each record's image's [height, width]
     try:
         # the usual case, in one comparison: every size given, as its image's
-        same = list(map(itemgetter("size"), seg)) == want.tolist()
+        same = list(map(itemgetter("size"), seg)) == sizes
     except (KeyError, TypeError, ValueError):
         same = False          # (a missing size; sizes as arrays, which compare element by element)
     if not same:
-        ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, want.tolist())]
+        ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, sizes)]
         if not all(ok):
             k = ok.index(False)
             raise ValueError(
@@ -526,7 +528,8 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
     if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
     images = image_order(truth)
     truths = [truth[k] for k in images]
-    kept = cap_detections(pr, COCO_MAX_DETS[-1])
+    caps = cap_detections(pr, COCO_MAX_DETS)                         # (3, N): 1, 10 and 100 detections
+    kept = caps[-1]
     ranges = list(COCO_AREAS.values())
     matched = (match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, ranges) if iou_type == "segm"
                else match_pairs_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, ranges,
@@ -534,7 +537,6 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
                                         else _boundary_pairs(truths, pr, dilation_ratio)))
     counts, (order, ci, bounds) = count_by_area(truths, classes, True), rank_by_class(pr, kept, classes)
     n_truth = counts.sum(1)
-    caps = [cap_detections(pr, m) for m in COCO_MAX_DETS[:-1]] + [kept]
     ap = np.stack([class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
     recall = np.stack([[class_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
     names = {c.get("id"): c.get("name", "") for c in cats}

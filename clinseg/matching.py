@@ -335,13 +335,13 @@ def _region_all(per, pr, rows, line, pairs, rules):
     "Every evaluated prediction's overlap with its image's ignore region, grown by the small true objects of its class"
     n_ign = np.array([len(t.ignore[0]) for t in per], np.int64)
     pimg, pcls, parea = pr.image[rows], pr.cls[rows], pr.area[rows]
-    shared = np.zeros(rows.size)
+    shared, r_area = np.zeros(rows.size), np.zeros(rows.size, np.int64)
     if n_ign.any():
+        lengths = concat_arrays([t.ignore[1] for t in per])
         i, j, ov = runs_overlap(_line_starts(pr, line.offset), pr.objects.lengths,
-                                concat_arrays([t.ignore[0] for t in per]) + np.repeat(line.offset, n_ign),
-                                concat_arrays([t.ignore[1] for t in per]))
+                                concat_arrays([t.ignore[0] for t in per]) + np.repeat(line.offset, n_ign), lengths)
         shared = np.bincount(pr.objects.owner[i], ov, minlength=len(pr))[rows]
-    r_area = np.array([t.ignore_area for t in per], np.int64)[pimg]
+        r_area = np.bincount(np.repeat(np.arange(len(per)), n_ign), lengths, len(per)).astype(np.int64)[pimg]
     if line.small.any():  # add the small objects of each prediction's class
         sp = line.small[pairs.g]
         shared = shared + np.bincount(pairs.p[sp], pairs.inter[sp], minlength=rows.size)
@@ -354,11 +354,13 @@ def _region_all(per, pr, rows, line, pairs, rules):
 
 # %% ../nbs/07_matching.ipynb #ce982ab6
 class _Batch(NamedTuple):
-    "What no area range changes: the line of true objects, the pairs that meet, their IoUs, each image's first row"
+    ("What no area range changes: the line of true objects, the pairs that meet, their IoUs, each image's first row, "
+     "the predictions' ignore-region overlaps")
     line: _Line
     pairs: _Pairs
     iou: np.ndarray
     p_first: np.ndarray
+    region: np.ndarray
 
 def _batch_pairs(per, pr, rows, rules):
     "Every (prediction, object) pair of the same class that meets, with its IoU, all images at once"
@@ -369,7 +371,8 @@ def _batch_pairs(per, pr, rows, rules):
                             else _pair_overlaps)(pr, rows, offset, line, len(per), overlapping)
     parea, crowd = pr.area[rows], line.crowd[g]
     iou = np.where(crowd, safe_ratio(inter, parea[p]), safe_ratio(inter, parea[p] + line.area[g] - inter))
-    return _Batch(line, _Pairs(p, g, inter), iou, p_first)
+    pairs = _Pairs(p, g, inter)
+    return _Batch(line, pairs, iou, p_first, _region_all(per, pr, rows, line, pairs, rules))
 
 
 # %% ../nbs/07_matching.ipynb #330a33ec
@@ -378,7 +381,7 @@ def _batch_outcomes(per, pr, rows, rules, batch):
      "images at once, under the `_MatchRules` `rules`, from the pairs of `batch` (`_batch_pairs`)")
     classes, thresholds, strict, ignore_iou, area_range, min_region = rules
     n, fast = rows.size, numba_available()
-    line, pairs, iou, p_first = batch
+    line, pairs, iou, p_first, region = batch
     p, g, crowd = pairs.p, pairs.g, line.crowd[pairs.g]
     counted = ~line.crowd & ~line.small
     if area_range is not None:
@@ -389,7 +392,6 @@ def _batch_outcomes(per, pr, rows, rules, batch):
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
     hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
                      _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
-    region = _region_all(per, pr, rows, line, pairs, rules)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
@@ -400,7 +402,7 @@ def _batch_outcomes(per, pr, rows, rules, batch):
     np.maximum.at(best, p[c], iou[c])
     best_iou = np.where(hit >= 0, iou[np.maximum(hit, 0)] if iou.size else 0., best[None])
     if not strict and (np.asarray(thresholds) <= 0).any():  # IoU 0 would pass: dense matrices, image by image
-        p_count = np.diff(np.append(p_first, n))
+        p_count, region = np.diff(np.append(p_first, n)), region.copy()
         for s in np.flatnonzero(p_count):
             at = slice(p_first[s], p_first[s] + p_count[s])
             outcome[:, at], taken[:, at], best_iou[:, at], region[at] = _image_outcomes(per[s], pr, rows[at], rules)
@@ -466,7 +468,7 @@ def match_pairs_by_area(truths, pr, kept, classes, thresholds, strict, area_rang
     by = np.lexsort((g[use], p[use]))                                      # by prediction, then object
     p, g, iou = p[use][by], g[use][by], np.asarray(iou, float)[use][by]
     batch = _Batch(line, _Pairs(p, g, np.zeros(p.size, np.int64)), iou,
-                   np.searchsorted(pr.image[rows], np.arange(len(truths))))
+                   np.searchsorted(pr.image[rows], np.arange(len(truths))), np.zeros(rows.size))
     return _by_area(truths, pr, rows, _MatchRules(classes, thresholds, strict, False, None, 0), batch, area_ranges)
 
 # %% ../nbs/07_matching.ipynb #fc854ce6

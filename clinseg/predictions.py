@@ -318,15 +318,18 @@ def rank_order(pr,   # `Predictions`
 
 # %% ../nbs/06b_predictions.ipynb #803bd8ec
 def cap_detections(pr,       # `Predictions`
-                   max_dets, # most predictions kept per image and class (COCO: 100); None: no cap
-                  ) -> np.ndarray: # (N,) True for the predictions kept
+                   # most predictions kept per image and class (COCO: 100); None: no cap; a list of caps: one row each
+                   max_dets,
+                  ) -> np.ndarray: # (N,) True for the predictions kept ((caps, N) for a list of caps)
     "Keep at most `max_dets` predictions per image and class, the most confident first (ties: submission order)"
-    kept = np.ones(len(pr), bool)
-    if max_dets is None: return kept
+    caps = np.atleast_1d(np.asarray(max_dets if max_dets is not None else len(pr), np.int64))
     idx = np.arange(len(pr))
     idx = idx[np.lexsort((idx, -pr.conf, pr.cls, pr.image))]
     img, cls = pr.image[idx], pr.cls[idx]
     start = np.concatenate([[True], (img[1:] != img[:-1]) | (cls[1:] != cls[:-1])]) if idx.size else np.zeros(0, bool)
     first = np.maximum.accumulate(np.where(start, np.arange(idx.size), 0))   # where each prediction's group begins
-    kept[idx[np.arange(idx.size) - first >= max_dets]] = False
-    return kept
+    rank = np.empty(len(pr), np.int64)
+    rank[idx] = np.arange(idx.size) - first                                  # each one's place in its group
+    kept = rank[None] < caps[:, None]
+    return kept if np.ndim(max_dets) else kept[0]
+
