@@ -17,6 +17,7 @@ from .parallel import dask_client, usable_cpus
 from .regions import REGION_PRESETS, as_regions
 from .folders import (evaluate_folders, get_protocol, protocols, write_case_table,
                              write_evaluation_json)
+from .scoring import METRICS, with_metric
 from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
@@ -189,6 +190,12 @@ def _integer(text):
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number "
                                          "(an optional '-', 1 to 18 ASCII digits)") from None
 
+def _iou(text):
+    "An IoU threshold in [0, 1), for argparse's `type`"
+    x = float(text) if text.isascii() and text.replace(".", "", 1).isdigit() else -1.0
+    if not 0 <= x < 1: raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an IoU threshold in [0, 1)")
+    return x
+
 # %% ../nbs/17_cli.ipynb #5ee64ea8
 def _refuse_existing(path, args):
     if path is not None and Path(path).exists() and not args.force:
@@ -251,7 +258,10 @@ def _validate(args):
             arg("--scheduler", metavar="ADDRESS",
                 help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786 (needs dask.distributed)"),
             arg("--force", action="store_true", help="replace the --per-image file if it exists"),
-            arg("--limit", type=_count, default=100, help="problems listed when the submission is invalid"))
+            arg("--limit", type=_count, default=100, help="problems listed when the submission is invalid"),
+            arg("--metric", choices=METRICS,
+                help="pq: panoptic quality, with AJI, AJI+ and Dice2 per image (default: the competition's own)"),
+            arg("--match-iou", type=_iou, metavar="X", help="with --metric pq: pairs match when IoU > X (default 0.5)"))
 def _score(args):
     _refuse_onto_inputs(args.per_image, [("solution", args.solution), ("submission", args.submission)])
     _refuse_existing(args.per_image, args)
@@ -261,9 +271,14 @@ def _score(args):
              ("--scheduler", args.scheduler is not None))
     ways = [f for f, on in asked if on]
     if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
+    if args.match_iou is not None and args.metric is None: raise CLIError("--match-iou is used only with --metric pq")
+    try: with_metric(args.competition, args.metric)
+    except ValueError as e: raise CLIError(e) from None
+    pq = {} if args.metric is None else {"match_iou": 0.5 if args.match_iou is None else args.match_iou, "empty": 1.0}
     with _reading(args.solution): sol = read_solution(args.solution, args.competition)
     def run(**kw):
-        return score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args), **kw)
+        return score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args),
+                     metric=args.metric, **pq, **kw)
     with _reading(f"{args.submission} (scored against {args.solution})", args.submission, args.solution):
         if args.workers is not None or args.scheduler is not None:
             with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)

@@ -10,15 +10,16 @@ import numpy as np
 from .objects import Objects, runs_overlap
 from .dice import dice_from_counts
 from .iou_sweep import sweep_image_score
+from .panoptic import nuclei_scores
 from .csvstream import BLOCK_SIZE, Report
-from .competition import SubmissionError, key_fields, key_of
+from .competition import SubmissionError, key_fields, key_of, key_text
 from .groups import SubmissionReader, solution_truth
 from .files import new_file
 from .parallel import LocalPool, as_executor
 
 # %% auto #0
-__all__ = ['READ_AHEAD_BYTES', 'LATER', 'Table', 'dice_items', 'instance_items', 'SubmissionScore', 'summarise', 'check_options',
-           'score_reader', 'score_file', 'validate_file']
+__all__ = ['METRICS', 'READ_AHEAD_BYTES', 'LATER', 'Table', 'dice_items', 'instance_items', 'nuclei_items', 'with_metric',
+           'SubmissionScore', 'summarise', 'check_options', 'score_reader', 'score_file', 'validate_file']
 
 # %% ../nbs/14_scoring.ipynb #37ffea3c
 def _cell(v): return repr(v) if isinstance(v, float) else ("" if v is None else v)
@@ -84,6 +85,48 @@ def instance_items(comp, items, options) -> list[dict]:
         row.update({f"precision@{t:.2f}": float(p) for t, p in zip(r.thresholds, r.precision)})
         out.append(row)
     return out
+
+# %% ../nbs/14_scoring.ipynb #3b51b976
+def _number(comp, name, value) -> float:
+    "An option that must be a real number, as a float"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{comp.name}: option {name}={value!r} is not a number")
+    return float(value)
+
+def nuclei_items(comp, items, options) -> list[dict]:
+    ("Table rows of panoptic quality per image (`score` = PQ), with SQ, RQ, the counts, AJI, AJI+ and Dice2, from one "
+     "`nuclei_scores` call")
+    m = _number(comp, "match_iou", options.get("match_iou", 0.5))
+    empty = _number(comp, "empty", options.get("empty", 1.0))
+    if not 0 <= m < 1:
+        raise ValueError(f"{comp.name}: option match_iou={m!r} must be in [0, 1): a pair matches when IoU > match_iou")
+    out = []
+    for i, truth, pred, shape in items:
+        truth, pred = (o.select(o.areas > 0) if len(o) and not (o.areas > 0).all() else o for o in (truth, pred))
+        try: s = nuclei_scores(truth, pred, m, empty)
+        except ValueError as e: raise ValueError(f"{comp.name}: {comp.item} {key_text(comp, i)}: {e}") from None
+        q = s.pq
+        out.append({**key_fields(comp, i), "score": q.pq, "SQ": q.sq, "RQ": q.rq, "TP": q.tp, "FP": q.fp, "FN": q.fn,
+                    "AJI": s.aji, "AJI+": s.aji_plus, "Dice2": s.dice2, "true_objects": len(truth),
+                    "predicted_objects": len(pred)})
+    return out
+
+# %% ../nbs/14_scoring.ipynb #77e6de01
+METRICS = ("pq",)   # the metrics `with_metric` offers besides a competition's own
+
+def with_metric(comp, metric=None):
+    "The competition to score with: `comp` itself (`metric=None`), or scored by panoptic quality per image ('pq')"
+    if metric is None: return comp
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}: the choices are None (the competition's own) or "
+                         f"{', '.join(map(repr, METRICS))}")
+    if not comp.per_image:
+        raise ValueError(f"{comp.name} scores one mask per {comp.item}, so PQ has no objects to match: metric='pq' "
+                         "needs a competition that lists objects per image")
+    if comp.score_all is not None:
+        raise ValueError(f"{comp.name} is scored over the whole set by its own scorer (its truth is not one set of "
+                         "objects per image): metric='pq' does not apply")
+    return replace(comp, score_items=nuclei_items, score_all=None, options=("match_iou", "empty"))
 
 # %% ../nbs/14_scoring.ipynb #1c37477b
 # 64 MiB: the most the scorer keeps of images read ahead (and, again, of images waiting for them)

@@ -10,7 +10,7 @@ import numpy as np
 from .csvstream import BLOCK_SIZE, Report
 from .competition import Competition, Solution, SubmissionError, read_csv_solution
 from .groups import SubmissionReader, read_sample_ids as _sample_ids
-from .scoring import SubmissionScore, score_reader
+from .scoring import SubmissionScore, score_reader, with_metric
 from .competitions import BUILT_IN
 _all_ = ["SubmissionError"]   # the command line's, from its home chapter
 
@@ -173,11 +173,14 @@ def score(solution,          # solution: path, folder, or `Solution`
           jobs=None,         # or a number of local processes (ignored when `executor` is given)
           limit=100,         # problems listed in the `SubmissionError` of an invalid submission
           progress=False,    # a progress bar on stderr
-          # the metric's options: DSB `thresholds`, `empty`; NeoPolyp / homework `empty`; WAD see `average_precision`
+          # None: the competition's own metric (the leaderboard's); 'pq': panoptic quality, AJI, AJI+, Dice2 per image
+          metric=None,
+          # the metric's options: DSB `thresholds`, `empty`; NeoPolyp / homework `empty`; WAD see `average_precision`;
+          # metric='pq': `match_iou` (0.5), `empty` (1.0)
           **options,
          ) -> SubmissionScore:
     "Score a submission against a solution like the leaderboard; raises `SubmissionError` listing every problem"
-    comp = get_competition(competition)
+    comp = with_metric(get_competition(competition), metric)
     sol = solution if isinstance(solution, Solution) else read_solution(solution, comp)
     if sol.competition.name != comp.name:
         raise ValueError(f"the solution was read for {sol.competition.name}, not {comp.name}")
