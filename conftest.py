@@ -6,8 +6,9 @@
   environment, working directory, `sys.path` and signal handlers put back after it): the imports are paid once, not
   once a notebook. A notebook that leaves a thread or a child process running, or that does not finish, ends its
   process, and the next notebook gets a fresh one.
-- CLINSEG_NB_JOBS such processes run at once (default 2; 1: one after another), fed in the order of the items as
-  soon as the first one is asked for; each item reports its own notebook's result.
+- CLINSEG_NB_JOBS such processes run at once (default 2; 1: one after another), fed in the order of the items from
+  the session's start; the tests of `tests/` run first, in this process, while the notebooks run beside them, and
+  each notebook's item then reports its own notebook's result.
 - Tests marked `@pytest.mark.slow` run only with `pytest --slow` (CI passes it); the plain `pytest` skips them.
 - Each notebook must also be clean, exactly as `nbdev_clean` would write it.
 - Nothing is written into the user's home: HOME, the XDG folders and Jupyter's, IPython's and matplotlib's
@@ -41,11 +42,21 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    "Without --slow, tests marked slow are skipped (with the reason)"
+    "The notebooks' items last (they run in their workers meanwhile); without --slow, tests marked slow are skipped"
+    items[:] = [i for i in items if not isinstance(i, NotebookRun)] + [i for i in items if isinstance(i, NotebookRun)]
     if config.getoption('--slow'): return
     skip = pytest.mark.skip(reason='slow: runs with `pytest --slow`')
     for item in items:
         if item.get_closest_marker('slow') is not None: item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    "The notebooks start in their worker processes at once, so they run while this process runs the other tests"
+    notebooks = [i for i in session.items if isinstance(i, NotebookRun)]
+    if notebooks and not session.config.option.collectonly:
+        session._clinseg_ahead = Ahead(notebooks, NB_JOBS)
+    yield
 
 
 def pytest_sessionfinish(session):
