@@ -108,8 +108,8 @@ def _decoded(seg, shapes, at, ids, what):
     ("All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its "
      "image's); errors name the record")
     want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
-    sizes = [list(s) for s in shapes]
-    sizes = [sizes[a] for a in at.tolist()]                            # each record's image's [height, width]
+    per_image = [list(s) for s in shapes]
+    sizes = [per_image[a] for a in at.tolist()]                        # each record's image's [height, width]
     try:
         # the usual case, in one comparison: every size given, as its image's
         same = list(map(itemgetter("size"), seg)) == sizes
@@ -292,7 +292,6 @@ def count_by_area(truths,          # each image's `ImageTruth`, in order
     out = np.stack([np.bincount(ci[ok & (area >= lo) & (area <= hi)], minlength=n) for lo, hi in COCO_AREAS.values()])
     return out.reshape(len(out), len(truths), len(classes)) if by_image else out
 
-
 # %% ../nbs/08a_coco_eval.ipynb #ad1f0d45
 def class_recalls(outcome, ci, keep, n_truth):
     ("(classes, T) recall of every class: the true positives among the kept predictions (`keep`), by class index "
@@ -360,7 +359,6 @@ def image_stats(outcomes, # (4 areas, T, N) outcomes of every prediction, as `co
     recall = np.stack([[class_recalls(o, group, keep, k) for keep in caps] for o, k in zip(outcomes, n)])
     at = np.searchsorted(pairs // C, np.arange(n_img + 1))                   # each image's block of pairs
     return np.array([_stats(ap[:, a:b], recall[:, :, a:b]) for a, b in zip(at[:-1], at[1:])]).reshape(n_img, 12)
-
 
 # %% ../nbs/08a_coco_eval.ipynb #68ea5be3
 def _line(name, kind, iou, area, cap, value):

@@ -322,7 +322,8 @@ def cap_detections(pr,       # `Predictions`
                    max_dets,
                   ) -> np.ndarray: # (N,) True for the predictions kept ((caps, N) for a list of caps)
     "Keep at most `max_dets` predictions per image and class, the most confident first (ties: submission order)"
-    caps = np.atleast_1d(np.asarray(max_dets if max_dets is not None else len(pr), np.int64))
+    if max_dets is None: return np.ones(len(pr), bool)
+    caps = np.atleast_1d(np.asarray(max_dets))
     idx = np.arange(len(pr))
     idx = idx[np.lexsort((idx, -pr.conf, pr.cls, pr.image))]
     img, cls = pr.image[idx], pr.cls[idx]
@@ -332,4 +333,3 @@ def cap_detections(pr,       # `Predictions`
     rank[idx] = np.arange(idx.size) - first                                  # each one's place in its group
     kept = rank[None] < caps[:, None]
     return kept if np.ndim(max_dets) else kept[0]
-
