@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from .predictions import ImageTruth
+from .predictions import ImageTruth, rank_in_groups
 from .matching import FP, match_by_area
 from .ap import COCO_THRESHOLDS, image_order
 from .coco_eval import (COCO_AREAS, class_ap, class_recalls, coco_predictions, coco_truth, count_by_area,
@@ -32,14 +32,9 @@ def cap_per_image(image,        # (N,) each detection's image
                   max_dets=300, # most detections kept per image, over all categories; None or < 0: no cap
                   ) -> np.ndarray: # (N,) True for the detections kept
     "Keep at most `max_dets` detections per image, the most confident (ties: the earlier in the results list)"
-    image, conf = np.asarray(image).reshape(-1), np.asarray(conf, float).reshape(-1)
-    kept = np.ones(conf.size, bool)
-    if max_dets is None or max_dets < 0: return kept
-    order = np.lexsort((np.arange(conf.size), -conf, image))   # by image, then score (highest first), then position
-    img = image[order]
-    rank = np.arange(img.size) - np.searchsorted(img, img)      # place in its image's ranking
-    kept[order[rank >= max_dets]] = False
-    return kept
+    conf = np.asarray(conf, float).reshape(-1)
+    if max_dets is None or max_dets < 0: return np.ones(conf.size, bool)
+    return rank_in_groups(conf, image) < max_dets                 # one group per image, over all categories
 
 # %% ../nbs/08b_lvis.ipynb #1ec586a4
 NOT_EXHAUSTIVE = 6  # outcome of an unmatched detection of a category not exhaustively annotated in its image: ignored

@@ -13,7 +13,8 @@ from .objects import Objects
 from .instances import label_objects
 
 # %% auto #0
-__all__ = ['object_runs', 'ImageTruth', 'image_truth', 'Predictions', 'read_predictions', 'rank_order', 'cap_detections']
+__all__ = ['object_runs', 'ImageTruth', 'image_truth', 'Predictions', 'read_predictions', 'rank_order', 'rank_in_groups',
+           'cap_detections']
 
 # %% ../nbs/06b_predictions.ipynb #a05d5451
 def object_runs(obj,   # one object: a boolean mask (2-D or more) or runs (starts, lengths)
@@ -316,6 +317,24 @@ def rank_order(pr,   # `Predictions`
     rows = np.lexsort((np.arange(len(pr)), -pr.conf, pr.image))
     return rows[kept[rows]]
 
+# %% ../nbs/06b_predictions.ipynb #4de886fb
+def rank_in_groups(conf,  # (N,) confidences
+                   *keys, # (N,) arrays that together name each prediction's group, e.g. image and class
+                  ) -> np.ndarray: # (N,) 0 for the most confident of its group, 1 for the next, ...
+    "Each prediction's place in its group's ranking: the most confident first, ties in submission order"
+    conf = np.asarray(conf, float).reshape(-1)
+    idx = np.arange(conf.size)
+    idx = idx[np.lexsort((idx, -conf, *[np.asarray(k).reshape(-1) for k in reversed(keys)]))]
+    start = np.zeros(idx.size, bool)
+    start[:1] = True
+    for k in keys:
+        k = np.asarray(k).reshape(-1)[idx]
+        start[1:] |= k[1:] != k[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(idx.size), 0))   # where each prediction's group begins
+    rank = np.empty(conf.size, np.int64)
+    rank[idx] = np.arange(idx.size) - first
+    return rank
+
 # %% ../nbs/06b_predictions.ipynb #803bd8ec
 def cap_detections(pr,       # `Predictions`
                    # most predictions kept per image and class (COCO: 100); None: no cap; a list of caps: one row each
@@ -323,13 +342,5 @@ def cap_detections(pr,       # `Predictions`
                   ) -> np.ndarray: # (N,) True for the predictions kept ((caps, N) for a list of caps)
     "Keep at most `max_dets` predictions per image and class, the most confident first (ties: submission order)"
     if max_dets is None: return np.ones(len(pr), bool)
-    caps = np.atleast_1d(np.asarray(max_dets))
-    idx = np.arange(len(pr))
-    idx = idx[np.lexsort((idx, -pr.conf, pr.cls, pr.image))]
-    img, cls = pr.image[idx], pr.cls[idx]
-    start = np.concatenate([[True], (img[1:] != img[:-1]) | (cls[1:] != cls[:-1])]) if idx.size else np.zeros(0, bool)
-    first = np.maximum.accumulate(np.where(start, np.arange(idx.size), 0))   # where each prediction's group begins
-    rank = np.empty(len(pr), np.int64)
-    rank[idx] = np.arange(idx.size) - first                                  # each one's place in its group
-    kept = rank[None] < caps[:, None]
+    kept = rank_in_groups(pr.conf, pr.image, pr.cls)[None] < np.atleast_1d(np.asarray(max_dets))[:, None]
     return kept if np.ndim(max_dets) else kept[0]
