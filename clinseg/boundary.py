@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from .runs import as_bool_mask, merge_touching_runs, pixel_axes
-from .objects import Objects, meeting_runs, runs_overlap
+from .objects import Objects, index_ranges, meeting_runs, runs_overlap
 
 # %% auto #0
 __all__ = ['band_width', 'boundary_band', 'boundary_iou', 'band_objects', 'shared_pixels', 'boundary_ious']
@@ -70,9 +70,7 @@ def _line_pieces(starts, lengths, owner, n_lines, line):
      "at coordinates (o * n_lines + k) * (line + 1) + x: starts, ends")
     ends = starts + lengths
     first, last = starts // line, (ends - 1) // line
-    count = last - first + 1
-    run = np.repeat(np.arange(starts.size), count)
-    k = first[run] + np.arange(run.size) - np.repeat(np.cumsum(count) - count, count)   # each piece's line
+    run, k = index_ranges(first, last + 1)               # each piece's run and line (chapter 1a)
     a = np.maximum(starts[run], k * line) - k * line
     b = np.minimum(ends[run], (k + 1) * line) - k * line
     s, l = merge_touching_runs((owner[run] * n_lines + k) * (line + 1) + a, b - a)
