@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from itertools import chain
 import numpy as np
+from .runs import merge_touching_runs
 from .kernels import kernel, numba_available
 from .coco import runs_to_coco_counts, coco_string
 
@@ -142,16 +143,6 @@ def _pair(pos, size):
     s, e = pos[0::2], pos[1::2]
     return s[s < e], e[s < e]
 
-# %% ../nbs/03c_polygons.ipynb #7f0dda0b
-def _union(starts, ends):
-    "The union of runs [start, end) given in any order, overlapping or touching: sorted disjoint (starts, lengths)"
-    o = np.argsort(starts, kind="stable")
-    s, e = starts[o], np.maximum.accumulate(ends[o])   # e[i]: the furthest end of runs 0..i
-    new = np.ones(s.size, bool)
-    new[1:] = s[1:] > e[:-1]                            # a run starts past all the earlier ones: a new run
-    last = np.append(np.flatnonzero(new)[1:] - 1, s.size - 1) if s.size else np.zeros(0, np.int64)
-    return s[new], e[last] - s[new]
-
 # %% ../nbs/03c_polygons.ipynb #1d866f69
 def polygons_runs(polygons, # one annotation's segmentation: a list of COCO polygons (flat lists x0, y0, x1, y1, ...)
                   height,   # image height h
@@ -167,7 +158,8 @@ def polygons_runs(polygons, # one annotation's segmentation: a list of COCO poly
         s, e = _pair(x * h + y, h * w)
         starts.append(s)
         ends.append(e)
-    return _union(np.concatenate(starts), np.concatenate(ends))
+    starts, ends = np.concatenate(starts), np.concatenate(ends)
+    return merge_touching_runs(starts, ends - starts)
 
 # %% ../nbs/03c_polygons.ipynb #debd3b83
 def polygon_rle(polygons, # one annotation's segmentation: a list of COCO polygons
@@ -245,7 +237,7 @@ def _runs_numpy(poly, pos, ann_of, size_of):
     p, pos = key[0::2] >> 32, key & 0xFFFFFFFF
     s, e = pos[0::2], pos[1::2]
     a = ann_of[p[s < e]] << 32
-    return _union(a | s[s < e], a | e[s < e])
+    return merge_touching_runs(a | s[s < e], e[s < e] - s[s < e])
 
 # %% ../nbs/03c_polygons.ipynb #dc40bced
 @kernel
