@@ -5,243 +5,23 @@
 # %% ../nbs/08a_coco_eval.ipynb #5b489185
 from __future__ import annotations
 from dataclasses import dataclass, field
-import json, re
-from operator import itemgetter, methodcaller
-from pathlib import Path
 import numpy as np
-from .runs import RLEError, concat_arrays
+from .runs import concat_arrays
 from .objects import Objects, index_ranges
-from .coco import coco_rles_to_objects
-from .polygons import polygons_to_coco_rles
-from .predictions import ImageTruth, Predictions, cap_detections
+from .predictions import cap_detections
 from .boundary import boundary_ious, shared_pixels
 from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
 from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
+from .coco_files import (coco_box_predictions, coco_box_truth, coco_classes, coco_predictions, coco_truth,
+                                json_list, load_json)
 
 # %% auto #0
-__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'load_json', 'json_list', 'coco_truth', 'coco_predictions',
-           'coco_average_precision', 'recall_at', 'count_by_area', 'class_recalls', 'rank_by_class', 'class_ap',
-           'image_stats', 'COCOSummary', 'box_ious', 'coco_summary']
+__all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'coco_average_precision', 'recall_at', 'count_by_area', 'class_recalls',
+           'rank_by_class', 'class_ap', 'image_stats', 'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
 COCO_AREAS = {"all": (0, 1e5 ** 2), "small": (0, 32 ** 2), "medium": (32 ** 2, 96 ** 2), "large": (96 ** 2, 1e5 ** 2)}
-
-# %% ../nbs/08a_coco_eval.ipynb #905bebf5
-def load_json(x, what):
-    "A dict or list as given, or read from its JSON file (`what` names it in the error)"
-    if not isinstance(x, (str, Path)): return x
-    try: return json.loads(Path(x).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{x}: cannot read the {what}: {e}") from None
-
-# %% ../nbs/08a_coco_eval.ipynb #926d8566
-def _field(rows, name, what):
-    "One field of every record (a list), or an error naming the first record without it"
-    try: return list(map(itemgetter(name), rows))
-    except (KeyError, TypeError, IndexError):
-        k = next(k for k, r in enumerate(rows) if not isinstance(r, dict) or name not in r)
-        raise ValueError(
-            f"{what} {k}: {'no ' + repr(name) + ' field' if isinstance(rows[k], dict) else 'not a dict'}") from None
-
-# %% ../nbs/08a_coco_eval.ipynb #de760393
-def _numbers(rows, name, what, whole=False):
-    "One numeric field of every record as an array (int64 when `whole`), or an error naming the first bad record"
-    values = _field(rows, name, what)
-    if set(map(type, values)) <= (_WHOLE if whole else _NUMBER):   # the usual case: plain numbers (a bool is not one)
-        try:
-            a = np.array(values, np.int64 if whole else float).reshape(len(values))
-            if whole or np.isfinite(a).all(): return a
-        except OverflowError: pass
-    k = next((k for k, v in enumerate(values) if not _is_number(v, whole)), None)
-    if k is None: return np.array([int(v) for v in values], np.int64) if whole else np.array(values, float)
-    raise ValueError(f"{what} {k}: {name} {values[k]!r} is not {'a whole number' if whole else 'a finite number'}")
-
-# %% ../nbs/08a_coco_eval.ipynb #377cf27f
-# the types read as whole numbers without a check
-_WHOLE = {int, np.int64, np.int32, np.uint32, np.uint16, np.int16, np.uint8, np.int8}
-_NUMBER = _WHOLE | {float, np.float64, np.float32}
-
-def _is_number(v, whole):
-    "A finite number (whole, when asked), not a bool or a string"
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)): return False
-    try: return bool(np.isfinite(v)) and (not whole or (float(v) == round(float(v)) and abs(v) < 2 ** 63))
-    except OverflowError: return False
-
-# %% ../nbs/08a_coco_eval.ipynb #9a8dc4eb
-def _rles(rows, what, shapes):
-    ("Each record's RLE (a dict with 'counts'), polygons rasterised as pycocotools' `annToRLE` does ([COCO polygons]"
-     "(03c_polygons.ipynb)) on the record's image (`shapes`: each record's (h, w)); an odd or missing one named")
-    seg = _field(rows, "segmentation", what)
-    if set(map(type, seg)) <= {dict} and all(map(methodcaller("__contains__", "counts"), seg)): return seg
-    poly = [k for k, s in enumerate(seg) if isinstance(s, list)]
-    if poly:
-        try: rles = polygons_to_coco_rles([seg[k] for k in poly], [shapes[k] for k in poly])
-        except ValueError as e:                                             # named by the record's own number
-            text = re.sub(r"^annotation (\d+)", lambda m: f"{what} {poly[int(m.group(1))]}", str(e))
-            raise ValueError(text) from None
-        seg = list(seg)
-        for k, r in zip(poly, rles): seg[k] = r
-    bad = [(k, s) for k, s in enumerate(seg) if not (isinstance(s, dict) and "counts" in s)]
-    if bad:
-        k, s = bad[0]
-        kind = f"a {type(s).__name__} without 'counts'" if isinstance(s, dict) else f"a {type(s).__name__}"
-        raise ValueError(f"{what} {k}: the segmentation is {kind}, not an RLE or a list of polygons")
-    return seg
-
-# %% ../nbs/08a_coco_eval.ipynb #e5f38f9b
-def _positions(ids, position, what):
-    "Each record's image as its position in the image list; an error naming a record of an unknown image"
-    try: return np.array([position[i] for i in ids], np.int64)
-    except (KeyError, TypeError):
-        k = next(k for k, i in enumerate(ids) if not isinstance(i, (int, str, np.integer)) or i not in position)
-        raise ValueError(f"{what} {k}: image_id {ids[k]!r} is not one of the ground truth's images") from None
-
-# %% ../nbs/08a_coco_eval.ipynb #04c7608b
-def _same_size(size, hw):
-    "True when an RLE's 'size' is the image's [height, width]"
-    try: return list(size) == hw
-    except TypeError: return False
-
-# %% ../nbs/08a_coco_eval.ipynb #a05748b9
-def _decoded(seg, shapes, at, ids, what):
-    ("All the RLEs as one `Objects`, each RLE's size checked against its image's (an RLE without one is read as its "
-     "image's); errors name the record")
-    want = np.asarray(shapes, np.int64).reshape(-1, 2)[at]
-    per_image = [list(s) for s in shapes]
-    sizes = [per_image[a] for a in at.tolist()]                        # each record's image's [height, width]
-    try:
-        # the usual case, in one comparison: every size given, as its image's
-        same = list(map(itemgetter("size"), seg)) == sizes
-    except (KeyError, TypeError, ValueError):
-        same = False          # (a missing size; sizes as arrays, which compare element by element)
-    if not same:
-        ok = ["size" not in r or _same_size(r["size"], w) for r, w in zip(seg, sizes)]
-        if not all(ok):
-            k = ok.index(False)
-            raise ValueError(
-                f"{what} {k}: size {seg[k]['size']!r}, but image {ids[at[k]]!r} is {want[k][0]}x{want[k][1]}")
-    try: return coco_rles_to_objects(seg, want)                       # each string read as covering its image
-    except RLEError as e: raise ValueError(re.sub(r"^RLE (\d+)", rf"{what} \1", str(e))) from None
-
-# %% ../nbs/08a_coco_eval.ipynb #385efa56
-def _grouped_by_image(o, at, n_img):
-    ("Runs of `o` with each image's objects together (stable): starts, lengths, owner (in the new order), the objects' "
-     "new order, each image's first object and first run")
-    by = np.argsort(at, kind="stable")
-    s, l, owner = o.starts, o.lengths, o.owner
-    if (by != np.arange(by.size)).any():  # not already grouped: gather each object's runs in the new order
-        first = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(o)))])
-        n = np.diff(first)[by]
-        take = np.repeat(first[by] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
-        new = np.empty_like(by)
-        new[by] = np.arange(by.size)
-        s, l, owner = s[take], l[take], new[owner[take]]
-    img_first = np.searchsorted(at[by], np.arange(n_img + 1))
-    run_first = np.searchsorted(owner, img_first)
-    return s, l, owner, by, img_first, run_first
-
-# %% ../nbs/08a_coco_eval.ipynb #76ad9531
-def json_list(gt, name):
-    "One of the ground truth's lists (images, annotations, categories), or an error saying which is missing"
-    part = gt.get(name) if isinstance(gt, dict) else None
-    if not isinstance(part, list):
-        raise ValueError(f"the ground truth has no {name!r} list"
-                         + ("" if isinstance(gt, dict) else f": it is a {type(gt).__name__}, not a dict"))
-    return part
-
-# %% ../nbs/08a_coco_eval.ipynb #b056d2df
-def _images(gt):
-    "Image ids, shapes and positions of a ground truth; duplicate ids and bad sizes named"
-    images = json_list(gt, "images")
-    ids = _field(images, "id", "image")
-    shapes = list(
-        zip(_numbers(images, "height", "image", True).tolist(), _numbers(images, "width", "image", True).tolist()))
-    position = {}
-    for k, i in enumerate(ids):
-        if i in position: raise ValueError(f"image {k}: id {i!r} is also image {position[i]}'s")
-        position[i] = k
-    return ids, shapes, position
-
-def _columns(anns, by):
-    "Class, stored area, crowd flag and id of every annotation, in the order `by`"
-    cls, area = _numbers(anns, "category_id", "annotation", True)[by], _numbers(anns, "area", "annotation")[by]
-    return cls, area, np.array([bool(a.get("iscrowd", 0)) for a in anns], bool)[by], _annotation_ids(anns)[by]
-
-# %% ../nbs/08a_coco_eval.ipynb #c0730e3f
-def _annotation_ids(anns):
-    ("The annotations' ids (0, 1, ... when they have none); a duplicate named, and an id 0: COCOeval marks a true "
-     "object's match by the object's id, 0 meaning none, so it would count the matches of object 0 as false positives")
-    if not all(map(methodcaller("__contains__", "id"), anns)): return np.arange(len(anns))
-    ids = _numbers(anns, "id", "annotation", True)
-    zero = np.flatnonzero(ids == 0)
-    if zero.size:
-        raise ValueError(f"annotation {zero[0]}: id 0: COCOeval would count this object's matches as false positives "
-                         "(it marks a match by the object's id, 0 meaning none); number the annotations from 1")
-    order = np.argsort(ids, kind="stable")
-    same = np.flatnonzero(ids[order][1:] == ids[order][:-1])
-    if same.size:
-        first, k = order[same[0]], order[same[0] + 1]
-        raise ValueError(f"annotation {k}: id {ids[k]} is also annotation {first}'s")
-    return ids
-
-# %% ../nbs/08a_coco_eval.ipynb #c150869f
-def coco_truth(gt, # COCO ground truth: a dict as in `instances_*.json`, or the file's path
-               ) -> dict: # {image id: ImageTruth}, the objects in column-major order, ids the annotations' ids
-    "Every image's true objects, crowd flags and stored areas, from a COCO ground truth (RLEs or polygons)"
-    gt = load_json(gt, "ground truth")
-    ids, shapes, position = _images(gt)
-    anns = json_list(gt, "annotations")
-    at = _positions(_field(anns, "image_id", "annotation"), position, "annotation")
-    o = _decoded(_rles(anns, "annotation", [shapes[i] for i in at.tolist()]), shapes, at, ids, "annotation")
-    s, l, owner, by, img_first, run_first = _grouped_by_image(o, at, len(ids))
-    cls, area, crowd, ann_id = _columns(anns, by)
-    pixels, out = o.areas[by], {}
-    for i, im in enumerate(ids):
-        a, b, ra, rb = img_first[i], img_first[i + 1], run_first[i], run_first[i + 1]
-        # (owners within the image)
-        objs = Objects(s[ra:rb], l[ra:rb], owner[ra:rb] - a, ann_id[a:b], shapes[i], "F", pixels[a:b])
-        out[im] = ImageTruth.checked(shapes[i], objs, cls[a:b], crowd[a:b], area[a:b])
-    return out
-
-# %% ../nbs/08a_coco_eval.ipynb #aeb54468
-def _boxes(rows, what):
-    "Each record's `bbox` [x, y, width, height] as (n, 4) floats; a missing, odd, non-finite or negative one named"
-    boxes = _field(rows, "bbox", what)
-    try: b = np.array(boxes, float).reshape(len(boxes), 4)
-    except (TypeError, ValueError):
-        k = next(k for k, x in enumerate(boxes)
-                 if not (isinstance(x, (list, tuple)) and len(x) == 4 and all(_is_number(v, False) for v in x)))
-        raise ValueError(f"{what} {k}: bbox {boxes[k]!r} is not [x, y, width, height]") from None
-    bad = np.flatnonzero(~np.isfinite(b).all(1) | (b[:, 2:] < 0).any(1))
-    if bad.size:
-        k = bad[0]
-        why = "in finite numbers" if not np.isfinite(b[k]).all() else "with a width and height >= 0"
-        raise ValueError(f"{what} {k}: bbox {boxes[k]!r} is not [x, y, width, height] {why}")
-    return b
-
-def _box_areas(res):
-    ("The areas `loadRes` writes when the first detection has a box: width x height of each one's `bbox` (None: the "
-     "pixel counts)")
-    if not res or not isinstance(res[0], dict) or res[0].get("bbox") in (None, []): return None
-    b = _boxes(res, "detection")
-    return b[:, 2] * b[:, 3]
-
-# %% ../nbs/08a_coco_eval.ipynb #767d155d
-def coco_predictions(results, # COCO segm results: dicts (image_id, category_id, segmentation, score) or their file
-                     truth,   # {image id: ImageTruth}, e.g. from `coco_truth`
-                     ) -> Predictions:
-    ("Every detection checked against its image and read into columns, its runs in one `Objects`; errors name the "
-     "detection")
-    res = load_json(results, "results")
-    if not isinstance(res, list):
-        raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
-    images = image_order(truth)
-    img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
-    shapes = [truth[k].shape for k in images]
-    o = _decoded(_rles(res, "detection", [shapes[i] for i in img.tolist()]), shapes, img, images, "detection")
-    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"), o,
-                       _box_areas(res))
 
 # %% ../nbs/08a_coco_eval.ipynb #f3b0b409
 def coco_average_precision(gt,             # COCO ground truth: a dict or the path of its JSON file
@@ -254,7 +34,7 @@ def coco_average_precision(gt,             # COCO ground truth: a dict or the pa
     if area not in COCO_AREAS: raise ValueError(f"area must be one of {list(COCO_AREAS)}, not {area!r}")
     gt = load_json(gt, "ground truth")
     truth = coco_truth(gt)
-    classes = sorted(set(_numbers(json_list(gt, "categories"), "id", "category", True).tolist()))
+    classes = coco_classes(gt).tolist()
     return average_precision(truth, coco_predictions(results, truth), thresholds=COCO_THRESHOLDS, classes=classes,
                              compare=">=",
                              ignore_overlap="area", max_dets=max_dets, area_range=COCO_AREAS[area], order="F")
@@ -428,38 +208,6 @@ def box_ious(dt,     # (n, 4) detections' boxes [x, y, width, height]
             out[d, g] = iw * ih / (w * h if crowd[g] else w * h + gw * gh - iw * ih)
     return out
 
-# %% ../nbs/08a_coco_eval.ipynb #3ce744dc
-def _no_runs(n, shape, ids=None):
-    "An `Objects` of `n` objects without runs (boxes), numbered by `ids` (default 0 .. n - 1)"
-    e = np.zeros(0, np.int64)
-    return Objects(e, e, e, np.arange(n) if ids is None else ids, shape, "F", np.zeros(n, np.int64))
-
-def _box_truth(gt):
-    ("Every image's true boxes as an `ImageTruth` with objects of no runs, and all the boxes, each image's together "
-     "in annotation order, the images in `image_order` (as `coco_summary` lists them)")
-    ids, shapes, position = _images(gt)
-    images = image_order(ids)
-    anns = json_list(gt, "annotations")
-    at = _positions(_field(anns, "image_id", "annotation"), {k: r for r, k in enumerate(images)}, "annotation")
-    boxes, by = _boxes(anns, "annotation"), np.argsort(at, kind="stable")
-    cls, area, crowd, ann_id = _columns(anns, by)
-    first, out = np.searchsorted(at[by], np.arange(len(ids) + 1)), {}
-    for r, im in enumerate(images):
-        a, b, shape = first[r], first[r + 1], shapes[position[im]]
-        out[im] = ImageTruth.checked(shape, _no_runs(b - a, shape, ann_id[a:b]), cls[a:b], crowd[a:b], area[a:b])
-    return out, boxes[by]
-
-def _box_predictions(results, truth):
-    "The detections' images, classes and scores as `Predictions` without runs, their range areas w x h; their boxes"
-    res = load_json(results, "results")
-    if not isinstance(res, list):
-        raise ValueError(f"the results must be a list of detections, not a {type(res).__name__}")
-    images = image_order(truth)
-    img = _positions(_field(res, "image_id", "detection"), {k: i for i, k in enumerate(images)}, "detection")
-    b = _boxes(res, "detection")
-    return Predictions(img, _numbers(res, "category_id", "detection", True), _numbers(res, "score", "detection"),
-                       _no_runs(len(res), None), b[:, 2] * b[:, 3]), b
-
 # %% ../nbs/08a_coco_eval.ipynb #bd6a3301
 def _box_pairs(truths, boxes, pr, pboxes):
     ("(detection, object in its image, IoU) of every pair of one image and class whose boxes overlap, the IoU as "
@@ -515,13 +263,13 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
         raise ValueError(f"iou_type must be 'segm', 'bbox' or 'boundary', not {iou_type!r}")
     gt = load_json(gt, "ground truth")
     cats = json_list(gt, "categories")
-    classes = np.unique(_numbers(cats, "id", "category", True))
+    classes = coco_classes(gt)
     if iou_type != "bbox":
         truth = coco_truth(gt)
         pr = coco_predictions(results, truth)
     else:
-        truth, boxes = _box_truth(gt)
-        pr, pboxes = _box_predictions(results, truth)
+        truth, boxes = coco_box_truth(gt)
+        pr, pboxes = coco_box_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
     if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
     images = image_order(truth)

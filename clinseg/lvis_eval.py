@@ -9,8 +9,8 @@ import numpy as np
 from .predictions import ImageTruth, rank_in_groups
 from .matching import FP, match_by_area
 from .ap import COCO_THRESHOLDS, image_order
-from .coco_eval import (COCO_AREAS, class_ap, class_recalls, coco_predictions, coco_truth, count_by_area,
-                               json_list, load_json, rank_by_class)
+from .coco_files import coco_predictions, coco_truth, json_list, load_json
+from .coco_eval import COCO_AREAS, class_ap, class_recalls, count_by_area, rank_by_class
 
 # %% auto #0
 __all__ = ['NOT_EXHAUSTIVE', 'LVIS_FREQUENCIES', 'LVIS_STATS', 'verified_pairs', 'cap_per_image', 'ignore_not_exhaustive',
