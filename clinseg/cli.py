@@ -4,8 +4,7 @@
 
 # %% ../nbs/17_cli.ipynb #019eb124
 from __future__ import annotations
-import argparse, csv, json, math, os, struct, sys, zlib
-from contextlib import contextmanager
+import argparse, json, math, os, sys
 from pathlib import Path
 import numpy as np
 import clinseg
@@ -18,149 +17,22 @@ from .regions import REGION_PRESETS, as_regions
 from .folders import (evaluate_folders, get_protocol, protocols, write_case_table,
                              write_evaluation_json)
 from .scoring import METRICS, with_metric
-from .submissions import COMPETITIONS, SubmissionError, get_competition, read_solution, score, validate
+from .submissions import COMPETITIONS, get_competition, read_solution, score, validate
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
 from .teaching import write_student_edition
 from .coco_eval import coco_summary
+from .subcommands import CLIError, arg, main, one_line, reading, say, subcommand
+_all_ = ["main"]   # the program, from its home chapter
 
 # %% auto #0
-__all__ = ['SUBCOMMANDS', 'arg', 'subcommand', 'parser', 'CLIError', 'main']
-
-# %% ../nbs/17_cli.ipynb #ac4cba62
-SUBCOMMANDS = {}   # name -> (help, arguments, function)
-
-def arg(*names, **kwargs):
-    "One argument of a subcommand, as argparse's `add_argument` takes it"
-    return names, kwargs
-
-# %% ../nbs/17_cli.ipynb #2ca293ce
-def subcommand(name,        # the subcommand's name on the command line
-               help,        # its one-line help
-               *arguments,  # its arguments, each from `arg(...)`
-              ):
-    "Register the decorated function `(args) -> exit code` as a subcommand"
-    def register(fn):
-        SUBCOMMANDS[name] = (help, arguments, fn)
-        return fn
-    return register
-
-# %% ../nbs/17_cli.ipynb #903b9f32
-def parser() -> argparse.ArgumentParser:
-    "The `clinseg` argument parser, with every registered subcommand"
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary on stderr")
-    common.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    p = argparse.ArgumentParser(prog="clinseg", description="Segmentation-competition files: validate, score, encode, "
-                                "decode; a demo of the built-in competitions; the student edition of the notebooks; a "
-                                "class leaderboard (serve).")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    for name, (help, arguments, fn) in SUBCOMMANDS.items():
-        s = sub.add_parser(name, help=help, description=help, parents=[common])
-        for names, kwargs in arguments: s.add_argument(*names, **kwargs)
-        s.set_defaults(run=fn)
-    return p
-
-# %% ../nbs/17_cli.ipynb #192abb32
-class CLIError(Exception):
-    "A problem to report as one line (and exit code 1)"
-
-# %% ../nbs/17_cli.ipynb #68f86096
-def _say(*lines, file=None):
-    for line in lines: print(line, file=file or sys.stderr)
-
-# %% ../nbs/17_cli.ipynb #e44c1658
-def _one_line(text): return " ".join(str(text).split("\n")).strip()
-
-# %% ../nbs/17_cli.ipynb #dc5d85a0
-def _os_error(e):
-    name = e.filename if e.filename is not None else ""
-    what = {FileNotFoundError: "no such file or directory",
-            FileExistsError: "already exists (use --force to replace it)",
-            IsADirectoryError: "is a directory, expected a file",
-            PermissionError: "permission denied"}.get(type(e), e.strerror or str(e))
-    return f"{name}: {what}" if name else _one_line(e)
-
-_INPUT_ERRORS = (ValueError, TypeError, ArithmeticError, EOFError, MemoryError, RecursionError, csv.Error,
-                 struct.error, zlib.error)   # what a file's content can raise in the readers
-
-def _input_errors() -> tuple:
-    "`_INPUT_ERRORS`, and the image libraries' own (when they were imported)"
-    extra = [getattr(sys.modules.get(m), n, None) for m, n in (("PIL.Image", "DecompressionBombError"),
-                                                               ("PIL", "UnidentifiedImageError"),
-                                                               ("nibabel.filebasedimages", "ImageFileError"))]
-    return _INPUT_ERRORS + tuple(e for e in extra if isinstance(e, type))
-
-# %% ../nbs/17_cli.ipynb #a7f3c1e9
-def _reason(e) -> str:
-    "One line saying what an input error is"
-    if isinstance(e, MemoryError): return f"does not fit in memory ({_one_line(e) or 'MemoryError'})"
-    if isinstance(e, EOFError): return f"ends too early: truncated? ({_one_line(e) or 'EOFError'})"
-    text = _one_line(e)
-    return text if isinstance(e, (ValueError, TypeError)) and text else f"{type(e).__name__}: {text}"
-
-@contextmanager
-def _reading(label, *files):
-    "Put `label` (the file, or files, being read) in front of an input error raised inside that names none of `files`"
-    # (default: `label`)
-    def named(e): return any(str(f) in str(e) for f in files or (label,) if f is not None)
-    try: yield
-    except (SubmissionError, CLIError): raise
-    except OSError as e:
-        if e.filename is not None or named(e): raise
-        raise CLIError(f"{label}: {_one_line(e)}") from e
-    except _input_errors() as e:
-        if named(e) and not isinstance(e, MemoryError): raise
-        raise CLIError(f"{label}: {_reason(e)}") from e
-
-# %% ../nbs/17_cli.ipynb #40eb4be7
-def _interrupted(e) -> bool:
-    "Whether `e` was caused by Ctrl-C (a compiled function interrupted returns a `SystemError` caused by it)"
-    while e is not None:
-        if isinstance(e, KeyboardInterrupt): return True
-        e = e.__cause__ or e.__context__
-    return False
-
-def main(argv=None) -> int:
-    "Run `clinseg` with `argv` (default: the command line); returns the exit code"
-    args = parser().parse_args(argv)
-    try: return int(args.run(args) or 0)
-    except SubmissionError as e:
-        _say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in e.report.problems))
-        if e.report.more:
-            more = e.report.more if e.report.exact else f"at least {e.report.more}"
-            _say(f"clinseg: error: {e.report.file}: ... and {more} more problems (raise --limit to list them)")
-        return 1
-    except CLIError as e:
-        _say(f"clinseg: error: {_one_line(e)}")
-        return 1
-    except OSError as e:
-        _say(f"clinseg: error: {_os_error(e)}")
-        return 1
-    except ImportError as e:
-        _say(f"clinseg: error: {_one_line(e)}")
-        return 1
-    except KeyboardInterrupt:
-        _say("clinseg: interrupted")
-        return 130
-    except _input_errors() as e:
-        _say(f"clinseg: error: {_reason(e)}")
-        return 1
-    except Exception as e:
-        if _interrupted(e):
-            _say("clinseg: interrupted")
-            return 130
-        if args.debug: raise
-        _say(f"clinseg: error: unexpected {type(e).__name__}: {_one_line(e)} "
-             "(run again with --debug to see the traceback)")
-        return 1
+__all__ = ['main']
 
 # %% ../nbs/17_cli.ipynb #81261ccf
 def _competition(text):
     "The competition a name or a .py file names, for argparse's `type` (a wrong one is a usage error, exit code 2)"
     try: return get_competition(text)
-    except (ValueError, TypeError, OSError) as e: raise argparse.ArgumentTypeError(_one_line(e)) from None
+    except (ValueError, TypeError, OSError) as e: raise argparse.ArgumentTypeError(one_line(e)) from None
 
 _COMPETITION = arg("--competition", "-c", required=True, metavar="NAME", type=_competition,
                    help=f"which competition: {', '.join(COMPETITIONS)}, or a .py file defining COMPETITION")
@@ -173,7 +45,7 @@ def _jobs(args) -> int:
     "`--jobs`, at most the CPUs this process may use (more would only take turns on them), saying so when it is cut"
     cpus = usable_cpus()
     if args.jobs <= cpus: return args.jobs
-    if not args.quiet: _say(f"clinseg: warning: --jobs {args.jobs}: using {cpus}, this machine's CPU count")
+    if not args.quiet: say(f"clinseg: warning: --jobs {args.jobs}: using {cpus}, this machine's CPU count")
     return cpus
 
 # %% ../nbs/17_cli.ipynb #6344db98
@@ -231,10 +103,10 @@ def _validate(args):
     comp = get_competition(args.competition)
     report = validate(args.submission, comp, args.solution, limit=args.limit, progress=_progress(args),
                       sample=args.sample)
-    _say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in report.problems))
+    say(*(f"clinseg: {p.level}: {p.where}: {p.message}" for p in report.problems))
     if report.more:
         more = report.more if report.exact else f"at least {report.more}"
-        _say(f"clinseg: {'error' if report.errors else 'warning'}: {report.file}: ... and {more} more "
+        say(f"clinseg: {'error' if report.errors else 'warning'}: {report.file}: ... and {more} more "
              "problems (raise --limit to list them)")
     status = "ok" if report.ok else "invalid"
     errors = report.errors if report.exact else f"at least {report.errors}"
@@ -275,11 +147,11 @@ def _score(args):
     try: with_metric(args.competition, args.metric)
     except ValueError as e: raise CLIError(e) from None
     pq = {} if args.metric is None else {"match_iou": 0.5 if args.match_iou is None else args.match_iou, "empty": 1.0}
-    with _reading(args.solution): sol = read_solution(args.solution, args.competition)
+    with reading(args.solution): sol = read_solution(args.solution, args.competition)
     def run(**kw):
         return score(sol, args.submission, args.competition, limit=args.limit, progress=_progress(args),
                      metric=args.metric, **pq, **kw)
-    with _reading(f"{args.submission} (scored against {args.solution})", args.submission, args.solution):
+    with reading(f"{args.submission} (scored against {args.solution})", args.submission, args.solution):
         if args.workers is not None or args.scheduler is not None:
             with dask_client(args.scheduler, args.workers) as client: result = run(executor=client)
         else: result = run(jobs=_jobs(args))
@@ -290,7 +162,7 @@ def _score(args):
         if result.public is not None: print(f"public {result.public:.6f}")
         if result.private is not None: print(f"private {result.private:.6f}")
     if not args.quiet:
-        _say(*(f"clinseg: warning: {p.where}: {p.message}" for p in result.report.problems if p.level == "warning"))
+        say(*(f"clinseg: warning: {p.where}: {p.message}" for p in result.report.problems if p.level == "warning"))
     return 0
 
 # %% ../nbs/17_cli.ipynb #54a5fc24
@@ -347,7 +219,7 @@ def _write_mask(mask, args):
     "Write `mask` as `args.output` (NIfTI 0/1 with `--like`'s affine, or PNG 0/255), whole or not at all"
     if _is_nifti(args.output):
         import nibabel as nib
-        with _reading(args.like): affine = nib.load(args.like).affine if args.like else np.eye(4)
+        with reading(args.like): affine = nib.load(args.like).affine if args.like else np.eye(4)
         with whole_file(args.output, args.force) as tmp: nib.save(nib.Nifti1Image(mask.view(np.uint8), affine), tmp)
     else:
         if mask.ndim != 2: raise CLIError(f"{args.output}: a {mask.ndim}-D mask does not fit in a PNG: write .nii.gz")
@@ -377,7 +249,7 @@ def _read_rle(path, shape):
 def _encode(args):
     _refuse_onto_inputs(args.output, [("image", args.image)])
     _refuse_existing(args.output, args)
-    with _reading(args.image): a = _read_image(args.image)
+    with reading(args.image): a = _read_image(args.image)
     if a.ndim == 3 and not _is_nifti(args.image):   # RGB(A): any colour
         a = a[..., :3].any(-1) if args.label is None else a[..., 0]
     mask = a != 0 if args.label is None else a == args.label
@@ -385,7 +257,7 @@ def _encode(args):
     if args.output:
         with new_file(args.output, args.force) as f: f.write(text + "\n")
     else: print(text)
-    if not args.quiet: _say(f"clinseg: {args.image}: {'x'.join(map(str, mask.shape))} mask, {int(mask.sum())} pixels")
+    if not args.quiet: say(f"clinseg: {args.image}: {'x'.join(map(str, mask.shape))} mask, {int(mask.sum())} pixels")
     return 0
 
 # %% ../nbs/17_cli.ipynb #ffbd56e0
@@ -412,7 +284,7 @@ def _decode(args):
         except RLEError as e: raise CLIError(f"{args.input or 'the string'}: {e}")
         _write_mask(mask, args)
     except MemoryError: raise _too_large(shape, repr(args.shape)) from None
-    if not args.quiet: _say(f"clinseg: {args.output}: {'x'.join(map(str, shape))} mask, {int(mask.sum())} pixels")
+    if not args.quiet: say(f"clinseg: {args.output}: {'x'.join(map(str, shape))} mask, {int(mask.sum())} pixels")
     return 0
 
 # %% ../nbs/17_cli.ipynb #487eeb25
@@ -474,7 +346,7 @@ def _regions(text):
         if ";" in text: return as_regions([tuple(_count(v) for v in part.split(",")) for part in parts])
         if text.replace(",", "").replace(" ", "").isdigit(): return as_regions([_count(v) for v in text.split(",")])
         return as_regions(text)
-    except (ValueError, argparse.ArgumentTypeError) as e: raise argparse.ArgumentTypeError(_one_line(e)) from None
+    except (ValueError, argparse.ArgumentTypeError) as e: raise argparse.ArgumentTypeError(one_line(e)) from None
 
 def _summary_lines(evaluation) -> list:
     "One line per region of the summary: its name, then each mean"
@@ -505,7 +377,7 @@ def _write_outputs(evaluation, args):
             arg("--scheduler", metavar="ADDRESS", help="score on a running dask cluster, e.g. tcp://10.0.0.5:8786"),
             arg("--force", action="store_true", help="replace the --csv or --json file if it exists"))
 def _evaluate(args):
-    with _reading("--protocol"): protocol = get_protocol(args.protocol)
+    with reading("--protocol"): protocol = get_protocol(args.protocol)
     several = len(args.predictions) > 1
     if several and (args.csv or args.json): raise CLIError("--csv and --json take one --predictions folder")
     if several and protocol.rank is None:
@@ -517,7 +389,7 @@ def _evaluate(args):
                             ("--scheduler", args.scheduler is not None)) if on]
     if len(ways) > 1: raise CLIError(f"{' and '.join(ways)}: choose one way to score in parallel")
     def run(folder, **kw):
-        with _reading(folder):
+        with reading(folder):
             return evaluate_folders(args.truth, folder, protocol, args.regions, progress=_progress(args), **kw)
     if args.workers is not None or args.scheduler is not None:
         with dask_client(args.scheduler, args.workers) as client:
@@ -546,7 +418,7 @@ def _coco_file_of(message, args):
 def _coco_eval(args):
     try: summary = coco_summary(args.gt, args.results, iou_type=args.iou_type)
     except ValueError as e:
-        text = _one_line(e)
+        text = one_line(e)
         if text.startswith((str(args.gt), str(args.results))): raise CLIError(text) from None
         raise CLIError(f"{_coco_file_of(text, args)}: {text}") from None
     print(json.dumps(summary.as_dict()) if args.json else summary)
