@@ -9,7 +9,8 @@ import numpy as np
 from .runs import concat_arrays, first_not_whole, merge_touching_runs, runs_to_mask
 from .instances import label_objects
 from .predictions import ImageTruth, Predictions, cap_detections, image_truth, read_predictions
-from .matching import FP, OUTCOMES, TP, match_images, safe_ratio
+from .greedy import FP, OUTCOMES, TP, safe_ratio
+from .matching import match_images
 
 # %% auto #0
 __all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'SCENE_CLASSES', 'SCENE_BACKGROUND',

@@ -10,7 +10,8 @@ from .runs import concat_arrays
 from .objects import Objects, index_ranges
 from .predictions import cap_detections
 from .boundary import boundary_ious, shared_pixels
-from .matching import FP, TP, match_by_area, match_pairs_by_area, safe_ratio
+from .greedy import FP, TP, safe_ratio
+from .matching import match_by_area, match_pairs_by_area
 from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
 from .coco_files import (coco_box_predictions, coco_box_truth, coco_classes, coco_predictions, coco_truth,
                                 json_list, load_json)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from .predictions import ImageTruth, rank_in_groups
-from .matching import FP, match_by_area
+from .greedy import FP
+from .matching import match_by_area
 from .ap import COCO_THRESHOLDS, image_order
 from .coco_files import coco_predictions, coco_truth, json_list, load_json
 from .coco_eval import COCO_AREAS, class_ap, class_recalls, count_by_area, rank_by_class
