@@ -5,21 +5,20 @@
 # %% ../nbs/13a_groups.ipynb #1a8efb9a
 from __future__ import annotations
 import math, os, re, sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 import numpy as np
-from .runs import concat_arrays
-from .objects import Objects, first_overlaps
+from .objects import Objects
 from .rle import get_convention
 from .many_rows import parse_many
 from .csvstream import BLOCK_SIZE, CSVSource, Report, csv_chunks, source_name
 from .csvfields import Fields, fields_of
 from .competition import FILE_EXTENSION, KEY_SEPARATOR, KnownIds, SubmissionError, key_of, key_text
-from .kernels import kernel, numba_available
+from .kernels import numba_available
+from .image_groups import Group, GroupBuilder, PendingGroup, any_overlap, overlap_check
 
 # %% auto #0
-__all__ = ['SubmissionReader', 'read_sample_ids', 'Progress', 'Group', 'read_groups', 'solution_truth']
+__all__ = ['SubmissionReader', 'read_sample_ids', 'Progress', 'read_groups', 'solution_truth']
 
 # %% ../nbs/13a_groups.ipynb #287c98a4
 class SubmissionReader:
@@ -96,46 +95,6 @@ class Progress:
     def close(self):
         if self.bar is not None: self.bar.close()
 
-# %% ../nbs/13a_groups.ipynb #3e89a409
-@dataclass
-class Group:
-    "The valid rows of one image (or of one id): their line numbers, runs and the competition's extra fields"
-    id: str
-    rows: list                  # line numbers of the rows
-    objects: Objects            # one object per row, its id the row's line number
-    extra: dict = field(default_factory=dict)   # per-row values of the competition's own fields (e.g. WAD's LabelId)
-    rejoined: bool = False      # gathered in the second pass (its rows were not together)
-
-# %% ../nbs/13a_groups.ipynb #e1491a68
-class _Pending(Group):
-    ("A group holding its runs (`starts`, `lengths`, `counts` per row); its `Objects` is made when first asked for "
-     "(validating never asks)")
-    def __init__(self, id, rows, starts, lengths, counts, shape, order, extra=None, rejoined=False):
-        self.id, self.rows, self.extra, self.rejoined = id, rows, extra or {}, rejoined
-        self.starts, self.lengths, self._made = starts, lengths, (counts, shape, order)
-    @property
-    def objects(self) -> Objects:
-        if not isinstance(self._made, Objects):
-            n, shape, order = self._made
-            self._made = Objects.from_offsets(self.starts, self.lengths,
-                                              np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
-                                              np.array(self.rows, np.int64), shape, order)
-        return self._made
-
-# %% ../nbs/13a_groups.ipynb #2f5ef4be
-class _Builder:
-    "Pieces of one group, gathered chunk by chunk (runs in pixel order `order` of an image of `shape`, when known)"
-    def __init__(self, id, order="C", shape=None):
-        self.id, self.order, self.shape, self.rows, self.parts, self.extra = id, order, shape, [], [], {}
-    def add(self, rows, starts, lengths, counts, extra):
-        self.rows += rows
-        self.parts.append((starts, lengths, counts))
-        for k, v in extra.items(): self.extra.setdefault(k, []).append(v)
-    def build(self, rejoined=False):
-        s, l, n = (concat_arrays([p[k] for p in self.parts] or [[]], copy=False) for k in range(3))
-        return _Pending(self.id, self.rows, s, l, n, self.shape, self.order,
-                        {k: np.concatenate(v) for k, v in self.extra.items()}, rejoined)
-
 # %% ../nbs/13a_groups.ipynb #f834528b
 class _Reading:
     "One pass of a `SubmissionReader` over its file: the state between chunks (`only`: the ids a second pass gathers)"
@@ -149,17 +108,17 @@ class _Reading:
         g = self.cur.build()
         self.closed.add(self.cur.id)
         self.cur = None
-        if self.comp.disjoint: _overlap_check(g, self.comp, self.report)
+        if self.comp.disjoint: overlap_check(g, self.comp, self.report)
         return g
     def builder(self, i):
         "The builder of image i; closes the previous image's group first (returned, or None)"
         shape = self.shapes.get(i, self.comp.shape) if self.shapes is not None else self.comp.shape
-        if self.only is not None: return self.builders.setdefault(i, _Builder(i, self.order, shape)), None
+        if self.only is not None: return self.builders.setdefault(i, GroupBuilder(i, self.order, shape)), None
         done = None
         if self.cur is None or self.cur.id != i:
             done = self.close()
             if i in self.closed: self.split.add(i)
-            self.cur = _Builder(i, self.order, shape)
+            self.cur = GroupBuilder(i, self.order, shape)
         return self.cur, done
 
 # %% ../nbs/13a_groups.ipynb #de56a03f
@@ -273,25 +232,6 @@ def _take(bld, part, a, b):
         sel = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in good]).astype(np.int64)
         bld.add([lines[k] for k in good], starts[sel], lengths[sel], n[good], {k: v[good] for k, v in extra.items()})
 
-# %% ../nbs/13a_groups.ipynb #bdd177c2
-def _overlaps_any(g) -> bool:
-    ("Whether two masks of a group share a pixel: one sort of its runs (kept by the Objects: the scorer's overlap "
-     "counts reuse it); one sort says \"no overlap\" in most images")
-    s, l, _ = g.objects.sorted()
-    return bool((s[1:] < np.maximum.accumulate(s + l)[:-1]).any())
-
-def _overlap_check(g, comp, report, flag=None):
-    ("Name the pairs of rows of one image whose masks overlap, as many as the report can list and one more "
-     "(`flag`: whether any two do, when known already)")
-    if g.starts.size < 2 or not (_overlaps_any(g) if flag is None else flag): return
-    room = report.room(g.rows[0])
-    i, j, shared = first_overlaps(g.objects, room + 1)
-    if i.size > room: report.exact = False   # the search stopped: there may be more pairs
-    for a, b, px in zip(i.tolist(), j.tolist(), shared.tolist()):
-        report.add(g.rows[b], comp.rle_column,
-                   f"mask overlaps the mask of row {g.rows[a]} ({px} pixels) in image {g.id}: "
-                   "masks of one image must not overlap", once=("overlap", g.rows[a], g.rows[b]))
-
 # %% ../nbs/13a_groups.ipynb #be61d6bb
 def _chunk_groups(st, lines, rows):
     "The groups a chunk of rows completes (`st`: the pass)"
@@ -348,7 +288,7 @@ def _finish(st):
     if st.only is not None:
         for bld in st.builders.values():
             g = bld.build(rejoined=True)
-            if comp.disjoint: _overlap_check(g, comp, report)
+            if comp.disjoint: overlap_check(g, comp, report)
             yield g
         return
     g = st.close()
@@ -440,64 +380,6 @@ def _truth(self, only=None):
 
 SubmissionReader.check, SubmissionReader.truth = _check, _truth
 
-# %% ../nbs/13a_groups.ipynb #4e6cf898
-@kernel
-def _overlap_words(s, l, bounds):
-    ("For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): 1 when two of them share a pixel, else 0, "
-     "one bit per pixel, 64 to a word; 2 for few runs spread far apart (left to a sort)")
-    out, ones = np.zeros(bounds.size - 1, np.int8), np.uint64(0xFFFFFFFFFFFFFFFF)
-    for g in range(bounds.size - 1):
-        x0, x1 = bounds[g], bounds[g + 1]
-        if x1 - x0 < 2: continue
-        lo, hi = s[x0], s[x0] + l[x0]
-        for k in range(x0, x1): lo, hi = min(lo, s[k]), max(hi, s[k] + l[k])
-        words = (hi - lo) // 64 + 1
-        # few runs spread far apart: the caller sorts them (a sort compiled here costs seconds once)
-        if words > 64 * (x1 - x0) + 4096:
-            out[g] = 2
-            continue
-        bits = np.zeros(words, np.uint64)
-        for k in range(x0, x1):
-            a, b = s[k] - lo, s[k] - lo + l[k] - 1   # the run's first and last pixel
-            wa, wb = a >> 6, b >> 6
-            first, last = ones << np.uint64(a & 63), ones >> np.uint64(63 - (b & 63))
-            if wa == wb: first &= last
-            if bits[wa] & first:
-                out[g] = 1
-                break
-            bits[wa] |= first
-            if wa == wb: continue
-            for w in range(wa + 1, wb):
-                if bits[w]:
-                    out[g] = 1
-                    break
-                bits[w] = ones
-            if out[g] or bits[wb] & last:
-                out[g] = 1
-                break
-            bits[wb] |= last
-    return out
-
-# %% ../nbs/13a_groups.ipynb #f1f164d8
-def _any_overlap(s, l, bounds, compiled=None):
-    ("For each group g of runs `s[bounds[g]:bounds[g + 1]]` (lengths `l`): True when two of them share a pixel "
-     "(`_overlap_words`; far-apart runs by one sort)")
-    if compiled is None: compiled = numba_available()
-    code = (_overlap_words if compiled else _overlap_words.py)(s, l, bounds)
-    for g in np.flatnonzero(code == 2).tolist():
-        a, b = s[bounds[g]:bounds[g + 1]], l[bounds[g]:bounds[g + 1]]
-        by = np.argsort(a, kind="stable")
-        code[g] = (a[by][1:] < np.maximum.accumulate((a + b)[by])[:-1]).any()
-    return code.astype(bool)
-
-# %% ../nbs/13a_groups.ipynb #d9b13ddf
-_sorted_overlaps_any = _overlaps_any
-
-def _overlaps_any(g) -> bool:
-    "Whether two masks of a group share a pixel: the compiled loop when numba is available (no sort), else one sort"
-    if not numba_available(): return _sorted_overlaps_any(g)
-    return bool(_any_overlap(g.starts, g.lengths, np.array([0, g.starts.size]))[0])
-
 # %% ../nbs/13a_groups.ipynb #caee7f70
 def _columnar(self, only) -> bool:
     ("Whether plain blocks can be read as `Fields` by the compiled loops: one key column, rows grouped by image, plain "
@@ -561,7 +443,7 @@ def _fields_groups(st, lines, f):
         keep = np.repeat(ok, counts)
         starts, lengths, counts = starts[keep], lengths[keep], counts * ok
     at = np.concatenate([[0], np.cumsum(counts)])[bounds]              # each group's first run
-    flags = _any_overlap(starts, lengths, at).tolist() if comp.disjoint else [False] * len(ids)
+    flags = any_overlap(starts, lengths, at).tolist() if comp.disjoint else [False] * len(ids)
     at = at.tolist()
     for g, i in enumerate(ids):
         a, b = bounds[g], bounds[g + 1]
@@ -577,6 +459,6 @@ def _fields_groups(st, lines, f):
         if done is not None: yield done
         if i in st.closed: st.split.add(i)
         st.closed.add(i)
-        grp = _Pending(i, rows, s, l, n, gshapes[g], conv.order)
-        if flags[g]: _overlap_check(grp, comp, rep, True)
+        grp = PendingGroup(i, rows, s, l, n, gshapes[g], conv.order)
+        if flags[g]: overlap_check(grp, comp, rep, True)
         yield grp
