@@ -31,7 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # run from a checkout without installing
 from clinseg.rle import parse_runs  # noqa: E402
-from clinseg.instances import iou_matrix, label_to_runs, runs_to_labels  # noqa: E402
+from clinseg.instances import iou_matrix  # noqa: E402
+from clinseg.instance_labels import label_to_runs, runs_to_labels  # noqa: E402
 from clinseg.iou_sweep import (reference_histogram_score, sweep_image_score, synthetic_nuclei,  # noqa: E402
                                synthetic_prediction)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from clinseg.rle import parse_runs
 from clinseg.submissions import read_solution, score, validate
-from clinseg.instances import label_to_runs
+from clinseg.instance_labels import label_to_runs
 from clinseg.rle import format_runs
 from clinseg.samples import missing_sample, real_sample
 

@@ -12,7 +12,8 @@ from .coco import coco_string
 from .dice import dice, iou
 from .dice_sets import dice_explorer, dice_per_class, mean_dice, rle_dice
 from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
-from .instances import iou_matrix, label_to_runs, overlap_counts
+from .instances import iou_matrix, overlap_counts
+from .instance_labels import label_to_runs
 from .predictions import image_truth
 from .ap import average_precision, pr_explorer
 from .coco_eval import coco_average_precision

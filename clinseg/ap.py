@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from .runs import concat_arrays, first_not_whole, merge_touching_runs, runs_to_mask
-from .instances import label_objects
+from .instance_labels import label_objects
 from .predictions import ImageTruth, Predictions, cap_detections, image_truth, read_predictions
 from .greedy import FP, OUTCOMES, TP, safe_ratio
 from .matching import match_images

@@ -12,8 +12,6 @@ from .objects import Objects, find_overlaps, runs_overlap
 from .rle import get_convention, parse_runs
 from .kernels import kernel, numba_available
 from .instance_labels import check_labels, label_objects, renumber_labels
-# the previous chapter's, still importable from here
-from .instance_labels import connected_objects, label_to_runs, runs_to_labels  # noqa: F401
 
 # %% auto #0
 __all__ = ['DENSE_CELLS', 'overlap_table', 'Overlaps', 'overlap_counts', 'iou_matrix', 'overlaps_and_objects',

@@ -10,7 +10,8 @@ import numpy as np
 from .kernels import kernel, numba_available
 from .runs import runs_to_pixels
 from .objects import concat_runs, overlapping_pairs
-from .instances import Overlaps, label_to_runs, overlap_counts, overlaps_and_objects, reference_histogram_iou
+from .instances import Overlaps, overlap_counts, overlaps_and_objects, reference_histogram_iou
+from .instance_labels import label_to_runs
 
 # %% auto #0
 __all__ = ['SWEEP_THRESHOLDS', 'SweepImageScore', 'sweep_image_score', 'reference_histogram_score', 'SweepScore', 'sweep_score',

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from .runs import check_runs_fit, check_whole, concat_arrays, first_not_whole, mask_to_runs
 from .objects import Objects
-from .instances import label_objects
+from .instance_labels import label_objects
 
 # %% auto #0
 __all__ = ['object_runs', 'ImageTruth', 'image_truth', 'Predictions', 'read_predictions', 'rank_order', 'rank_in_groups',

@@ -6,7 +6,7 @@ import csv, json, subprocess, sys
 import numpy as np
 import pytest
 
-from clinseg.instances import runs_to_labels
+from clinseg.instance_labels import runs_to_labels
 from clinseg.panoptic import nuclei_scores
 from clinseg.samples import missing_sample, real_sample
 from clinseg.submissions import get_competition, score, write_solution, write_submission

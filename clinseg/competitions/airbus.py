@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from ..rle import Convention, format_runs
-from ..instances import label_to_runs, connected_objects
+from ..instance_labels import connected_objects, label_to_runs
 from ..iou_sweep import f2_image_score
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..csvstream import CSVSource, Report, csv_chunks, source_name

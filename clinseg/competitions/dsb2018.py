@@ -11,7 +11,8 @@ from ..runs import mask_to_runs
 from ..objects import find_overlaps
 from ..dice_sets import overlap_image
 from ..rle import Convention, format_runs, register_convention
-from ..instances import iou_matrix, label_to_runs, connected_objects
+from ..instances import iou_matrix
+from ..instance_labels import connected_objects, label_to_runs
 from ..iou_sweep import (SWEEP_THRESHOLDS, SweepImageScore, SweepScore, plot_sweep_threshold, sweep_image_score,
                                sweep_score, sweep_threshold_explorer, synthetic_nuclei)
 from ..imageio import (DatasetError, dataset_root, hex_id, need_file, read_image, split_samples,

@@ -12,7 +12,8 @@ import numpy as np
 from ..rle import Convention, format_runs
 from ..runs import mask_to_runs
 from ..dice_sets import overlap_image
-from ..instances import Overlaps, label_to_runs, overlap_counts, connected_objects
+from ..instances import Overlaps, overlap_counts
+from ..instance_labels import connected_objects, label_to_runs
 from ..iou_sweep import SWEEP_THRESHOLDS, SweepImageScore
 from ..imageio import DatasetError, dataset_root, hex_id, need_file, read_image, split_samples, write_image
 from ..competition import Competition, key_fields

@@ -12,7 +12,7 @@ import numpy as np
 from ..runs import as_shape, mask_size, mask_to_runs, merge_touching_runs, whole_number
 from ..rle import Convention, format_runs, register_convention
 from ..many_rows import parse_many
-from ..instances import label_to_runs
+from ..instance_labels import label_to_runs
 from ..predictions import ImageTruth
 from ..ap import average_precision, label_truth, synthetic_scene
 from ..imageio import (DatasetError, dataset_root, image_shape, read_image, read_label_png, split_samples,
