@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import numpy as np  # noqa: E402
-from bench_ap import coco_set  # noqa: E402
+from bench_ap import coco_hotcoco, coco_set  # noqa: E402
 
 
 def clinseg_stages(gt, dets):
@@ -121,15 +121,7 @@ def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def hotcoco_summary(gt, dets):
-    import hotcoco
-    g = hotcoco.COCO(gt)
-    E = hotcoco.COCOeval(g, g.load_res(dets), "segm")
-    with contextlib.redirect_stdout(io.StringIO()):
-        E.evaluate()
-        E.accumulate()
-        E.summarize()
-    return E.stats[:12]
+def hotcoco_summary(gt, dets): return coco_hotcoco(gt, dets)[2]
 
 
 def memory_child(tool, gt_path, dets_path):
