@@ -63,14 +63,14 @@ def _ap_cityscapes(recall, precision, confidence):
     return float(p @ ((padded[2:] - padded[:-2]) / 2))
 
 # %% ../nbs/08_ap.ipynb #722bbcd9
-def coco_samples(recall, precision):
+def coco_samples(recall, precision, points=RECALL_POINTS):
     ("COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's "
-     "ranking, a removed prediction repeating the point before it")
+     "ranking, a removed prediction repeating the point before it; `points`: the recall levels read")
     T, n = recall.shape
-    if not n: return np.zeros((T, RECALL_POINTS.size))
+    if not n: return np.zeros((T, len(points)))
     # a repeated point never raises the envelope of the points it follows
     env = np.maximum.accumulate(precision[:, ::-1], 1)[:, ::-1]
-    at = np.stack([np.searchsorted(r, RECALL_POINTS, side="left") for r in recall])
+    at = np.stack([np.searchsorted(r, points, side="left") for r in recall])
     return np.where(at < n, np.take_along_axis(env, np.minimum(at, n - 1), 1), 0.)
 
 # %% ../nbs/08_ap.ipynb #ab61862c

@@ -235,10 +235,9 @@ def _box_pairs(truths, boxes, pr, pboxes):
 def _boundary_pairs(truths, pr, dilation_ratio):
     ("(detection, object, IoU) of every pair of one image whose masks meet: the smaller of the mask IoU and the "
      "Boundary IoU, a crowd region's the shared pixels over the detection's")
-    by = np.argsort(pr.image, kind="stable")
-    first, out = np.searchsorted(pr.image[by], np.arange(len(truths) + 1)), []
-    for i, t in enumerate(truths):
-        rows, o = by[first[i]:first[i + 1]], t.objects
+    out = []
+    for t, rows in zip(truths, pr.image_rows(len(truths))):
+        o = t.objects
         if not rows.size or not len(o): continue
         s = pr.select(rows)
         p = Objects(s.starts, s.lengths, s.owner, s.ids, t.shape, o.order, s.area)

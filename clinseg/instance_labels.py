@@ -135,11 +135,7 @@ def _lookup_index(values, background=False):
         present[values] = True
         if background: present[0] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
-    ids, index = np.unique(values, return_inverse=True)
-    if background and ids[0] != 0:
-        # in the ids' own type: a list's 0 next to uint64 would make floats
-        ids, index = np.concatenate([np.zeros(1, ids.dtype), ids]), index + 1
-    return ids, index.ravel()
+    return _unique_index(values, background)
 
 _index_values = _lookup_index   # from here on, small label values are renumbered without a sort
 

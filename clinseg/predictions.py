@@ -221,6 +221,12 @@ class Predictions:
         return Objects(o.starts[at], o.lengths[at], np.repeat(np.arange(len(rows)), n), o.ids[rows], None, o.order,
                        self.area[rows])
 
+    def image_rows(self, n_images) -> list:
+        "Each image's prediction rows (images 0 .. n_images - 1 by position), in submission order"
+        by = np.argsort(self.image, kind="stable")
+        first = np.searchsorted(self.image[by], np.arange(n_images + 1))
+        return [by[first[i]:first[i + 1]] for i in range(n_images)]
+
 # %% ../nbs/06b_predictions.ipynb #1feabb56
 def _prediction_fields(rec, k):
     "(image, class, confidence, object) of one prediction record"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from .greedy import safe_ratio
 from .boundary import shared_pixels
-from .ap import image_order
+from .ap import coco_samples, image_order
 from .coco_files import coco_box_predictions, coco_box_truth, coco_predictions, coco_truth, load_json
 from .coco_eval import box_ious
 
@@ -27,11 +27,8 @@ def tide_ap(score,    # (n,) the class's points' scores, in TIDE's order (ties k
     "TIDE's AP of one class: its points ranked by score, precision's envelope read at 101 recall points"
     if not n_truth: return 0.0
     hit = np.asarray(tp, bool)[np.argsort(-np.asarray(score, float), kind="stable")]
-    if not hit.size: return 0.0
-    t, f = np.cumsum(hit), np.cumsum(~hit)
-    envelope = np.maximum.accumulate((t / (t + f))[::-1])[::-1]
-    at = np.searchsorted(t / n_truth, TIDE_RECALLS, side="left")
-    return float(np.where(at < hit.size, envelope[np.minimum(at, hit.size - 1)], 0.0).sum() / TIDE_RECALLS.size)
+    t = np.cumsum(hit)
+    return float(coco_samples((t / n_truth)[None], safe_ratio(t, np.arange(1, t.size + 1))[None], TIDE_RECALLS).mean())
 
 # %% ../nbs/08c_tide.ipynb #b49d45ea
 def tide_map(cls,      # (n,) each point's class
@@ -209,9 +206,11 @@ class TIDEResult:
     errors: dict                 # {main error: dAP}, at the positive threshold
     special: dict                # {"FalsePos", "FalseNeg": dAP}
     counts: dict                 # {main error: how many}
-    ap: float = None             # the mean of `ap_by_threshold`
 
-    def __post_init__(self): self.ap = float(sum(self.ap_by_threshold) / len(self.ap_by_threshold))
+    @property
+    def ap(self) -> float:
+        "The mean of `ap_by_threshold`: TIDE's AP over 0.50:0.95"
+        return float(sum(self.ap_by_threshold) / len(self.ap_by_threshold))
 
     def __repr__(self):
         kind = "mask" if self.iou_type == "segm" else "bbox"
@@ -231,12 +230,9 @@ def _table(names, values):
 def _all_pairs(truth, pr, true_boxes, boxes, max_dets):
     "Every image's `tide_pairs` (computed once for all thresholds); `true_boxes`: each image's together, for boxes"
     keys = image_order(truth)
-    by = np.argsort(pr.image, kind="stable")
-    first = np.searchsorted(pr.image[by], np.arange(len(keys) + 1))
     at = np.cumsum([0] + [len(truth[k].classes) for k in keys])
-    return {k: tide_pairs(truth[k], pr, by[first[i]:first[i + 1]],
-                          None if boxes is None else (true_boxes[at[i]:at[i + 1]], boxes), max_dets)
-            for i, k in enumerate(keys)}
+    return {k: tide_pairs(truth[k], pr, rows, None if boxes is None else (true_boxes[at[i]:at[i + 1]], boxes), max_dets)
+            for i, (k, rows) in enumerate(zip(keys, pr.image_rows(len(keys))))}
 
 def tide_summary(gt,        # COCO ground truth: a dict or the path of its JSON file
                  results,   # COCO results: a list of dicts or the path of its JSON file
@@ -258,12 +254,9 @@ def tide_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
     listed = [im["id"] for im in gt["images"]]        # TIDE goes through the images as the file lists them
     def judge(t): return [tide_image(pairs[k], pr.cls[pairs[k][0]], pr.conf[pairs[k][0]], truth[k], t,
                                      background_threshold) for k in listed]
-    aps = []
-    for t in TIDE_THRESHOLDS:
-        images = judge(t)
-        aps.append(tide_map(*tide_points(images), tide_counts(images)))
-    main = judge(pos_threshold)
-    ap = tide_map(*tide_points(main), tide_counts(main))
+    judged = {t: judge(t) for t in dict.fromkeys(TIDE_THRESHOLDS + (pos_threshold,))}
+    aps = {t: tide_map(*tide_points(images), tide_counts(images)) for t, images in judged.items()}
+    main, ap = judged[pos_threshold], aps[pos_threshold]
     errors = {e: max(tide_map(*fixed_points(main, {k}), tide_counts(main, "missed" if k == MISS else None)) - ap, 0.)
               for k, e in enumerate(TIDE_ERRORS)}
     cls, conf, tp = fixed_points(main, set())
@@ -271,4 +264,4 @@ def tide_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
                "FalseNeg": tide_map(cls, conf, tp, tide_counts(main, "unused")) - ap}
     counts = {e: int(sum((im.kind == k).sum() for im in main)) for k, e in enumerate(TIDE_ERRORS[:MISS])}
     counts["Miss"] = int(sum(im.missed.sum() for im in main))
-    return TIDEResult(iou_type, np.array(aps), errors, special, counts)
+    return TIDEResult(iou_type, np.array([aps[t] for t in TIDE_THRESHOLDS]), errors, special, counts)
