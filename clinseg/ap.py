@@ -63,9 +63,10 @@ def _ap_cityscapes(recall, precision, confidence):
     return float(p @ ((padded[2:] - padded[:-2]) / 2))
 
 # %% ../nbs/08_ap.ipynb #722bbcd9
-def coco_samples(recall, precision, points=RECALL_POINTS):
+def coco_samples(recall, precision, points=None):
     ("COCO's 101 samples of the envelope of every row at once: (T, n) cumulative recall and precision over a class's "
-     "ranking, a removed prediction repeating the point before it; `points`: the recall levels read")
+     "ranking, a removed prediction repeating the point before it; `points`: the recall levels read (default COCO's)")
+    points = RECALL_POINTS if points is None else points
     T, n = recall.shape
     if not n: return np.zeros((T, len(points)))
     # a repeated point never raises the envelope of the points it follows
