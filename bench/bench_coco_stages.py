@@ -5,7 +5,7 @@ compressed RLE strings, crowd regions) or, with `--images N`, its first N images
 clinseg's stages are the steps of `coco_summary` called one by one with the public functions it is made of:
 reading the ground truth (`coco_truth`: every record checked, every string decoded to runs), reading the results
 (`coco_predictions`), matching (`cap_detections` and `match_by_area`: pairs, IoUs, greedy matching in four area
-ranges) and accumulating (`count_by_area`, `rank_by_class`, `class_ap`, `class_recalls`). hotcoco's are its calls:
+ranges) and accumulating (`count_by_area`, `rank_by_class`, `coco_tables`). hotcoco's are its calls:
 `COCO(gt)`, `load_res`, `evaluate`, `accumulate` + `summarize`. A last row gives the floor of any reader written in
 Python: getting every field of every record out of the dicts (no checks, no decoding).
 
@@ -35,8 +35,8 @@ from bench_ap import coco_hotcoco, coco_set  # noqa: E402
 def clinseg_stages(gt, dets):
     "clinseg's `coco_summary`, stage by stage: ({stage: seconds}, AP)"
     from clinseg.ap import COCO_THRESHOLDS, image_order
-    from clinseg.coco_eval import (COCO_AREAS, COCO_MAX_DETS, class_ap, class_recalls, coco_classes, coco_predictions,
-                                   coco_truth, count_by_area, rank_by_class)
+    from clinseg.coco_eval import (COCO_AREAS, COCO_MAX_DETS, coco_classes, coco_predictions, coco_tables, coco_truth,
+                                   count_by_area, rank_by_class)
     from clinseg.matching import match_by_area
     from clinseg.predictions import cap_detections
     t, clock = {}, time.perf_counter
@@ -52,9 +52,7 @@ def clinseg_stages(gt, dets):
     t3 = clock()
     n_truth = count_by_area(truths, classes, True).sum(1)
     order, ci, bounds = rank_by_class(pr, caps[-1], classes)
-    ap = [class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)]
-    for m, n in zip(matched, n_truth):
-        for keep in caps: class_recalls(m[0], ci, keep, n)     # the recall tables, timed as coco_summary makes them
+    ap, _ = coco_tables([m[0] for m in matched], order, bounds, ci, caps, n_truth)   # and the recall tables
     t4 = clock()
     t.update({"read the ground truth": t1 - t0, "read the results": t2 - t1, "match": t3 - t2,
               "accumulate": t4 - t3})

@@ -7,18 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 from .runs import concat_arrays
+from .kernels import kernel, numba_available
 from .objects import Objects, index_ranges
 from .predictions import cap_detections
 from .boundary import boundary_ious, shared_pixels
 from .greedy import FP, TP, safe_ratio
 from .matching import match_by_area, match_pairs_by_area
-from .ap import COCO_THRESHOLDS, APResult, average_precision, coco_samples, image_order
+from .ap import COCO_THRESHOLDS, RECALL_POINTS, APResult, average_precision, coco_samples, image_order
 from .coco_files import (coco_box_predictions, coco_box_truth, coco_classes, coco_predictions, coco_truth,
                                 json_list, load_json)
 
 # %% auto #0
 __all__ = ['COCO_AREAS', 'COCO_STATS', 'COCO_MAX_DETS', 'coco_average_precision', 'recall_at', 'count_by_area', 'class_recalls',
-           'rank_by_class', 'class_ap', 'image_stats', 'COCOSummary', 'box_ious', 'coco_summary']
+           'rank_by_class', 'class_ap', 'coco_tables', 'image_stats', 'COCOSummary', 'box_ious', 'coco_summary']
 
 # %% ../nbs/08a_coco_eval.ipynb #d1bd50fa
 # cocoeval.py, Params.setDetParams
@@ -99,6 +100,19 @@ def class_ap(outcome, order, bounds, n_truth):
         out[c] = coco_samples(tp / n_truth[c], safe_ratio(tp, tp + fp)).mean(1)
     return out
 
+# %% ../nbs/08a_coco_eval.ipynb #c84746ef
+def coco_tables(outcomes, # (areas, T, N) outcomes of every prediction in each area range
+                order,    # the kept predictions by class, then confidence (`rank_by_class`)
+                bounds,   # where each class's block of `order` begins (and the last ends)
+                ci,       # (N,) each prediction's class index
+                caps,     # (caps, N) the predictions each cap keeps (`cap_detections`)
+                n_truth,  # (areas, classes) counted true objects
+                ) -> tuple: # AP (areas, classes, T) and recall (areas, caps, classes, T); nan: no true objects
+    "`class_ap` and `class_recalls` of every area range and cap: the tables the twelve numbers average"
+    ap = np.stack([class_ap(o, order, bounds, n) for o, n in zip(outcomes, n_truth)])
+    recall = np.stack([[class_recalls(o, ci, keep, n) for keep in caps] for o, n in zip(outcomes, n_truth)])
+    return ap, recall
+
 # %% ../nbs/08a_coco_eval.ipynb #16ab6d95
 def _stats(ap, recall):
     ("COCOeval's twelve numbers from AP (areas, classes, T) and recall (areas, caps, classes, T), nan for the classes "
@@ -136,8 +150,7 @@ def image_stats(outcomes, # (4 areas, T, N) outcomes of every prediction, as `co
     order = order[caps[-1][order]]
     bounds = np.searchsorted(group[order], np.arange(len(pairs) + 1))
     n = counts.reshape(len(counts), -1)[:, pairs]
-    ap = np.stack([class_ap(o, order, bounds, k) for o, k in zip(outcomes, n)])
-    recall = np.stack([[class_recalls(o, group, keep, k) for keep in caps] for o, k in zip(outcomes, n)])
+    ap, recall = coco_tables(outcomes, order, bounds, group, caps, n)
     at = np.searchsorted(pairs // C, np.arange(n_img + 1))                   # each image's block of pairs
     return np.array([_stats(ap[:, a:b], recall[:, :, a:b]) for a, b in zip(at[:-1], at[1:])]).reshape(n_img, 12)
 
@@ -271,7 +284,9 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
         truth, boxes = coco_box_truth(gt)
         pr, pboxes = coco_box_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
-    if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
+    if bad.size:
+        raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's "
+                         "categories")
     images = image_order(truth)
     truths = [truth[k] for k in images]
     caps = cap_detections(pr, COCO_MAX_DETS)                         # (3, N): 1, 10 and 100 detections
@@ -283,9 +298,66 @@ def coco_summary(gt,        # COCO ground truth: a dict or the path of its JSON 
                                         else _boundary_pairs(truths, pr, dilation_ratio)))
     counts, (order, ci, bounds) = count_by_area(truths, classes, True), rank_by_class(pr, kept, classes)
     n_truth = counts.sum(1)
-    ap = np.stack([class_ap(m[0], order, bounds, n) for m, n in zip(matched, n_truth)])
-    recall = np.stack([[class_recalls(m[0], ci, keep, n) for keep in caps] for m, n in zip(matched, n_truth)])
+    ap, recall = coco_tables([m[0] for m in matched], order, bounds, ci, caps, n_truth)
     names = {c.get("id"): c.get("name", "") for c in cats}
     detail = ([m[0] for m in matched], pr.image, ci, pr.conf, caps, counts)
     return COCOSummary(_stats(ap, recall), classes, names, ap, recall, n_truth, iou_type, images,
                        _tallies(matched[0][0], pr.image, truths), detail)
+
+# %% ../nbs/08a_coco_eval.ipynb #3842ebb2
+@kernel
+def _tables_kernel(outcomes, order, bounds, ci, caps, n_truth, points):
+    "`coco_tables` in loops: each class's curve, envelope and samples, then each cap's true positives"
+    A, T, N = outcomes.shape
+    C, K, P = n_truth.shape[1], caps.shape[0], points.size
+    ap, recall = np.full((A, C, T), np.nan), np.full((A, K, C, T), np.nan)
+    rc, pr, sampled, acc = np.empty(order.size), np.empty(order.size), np.empty(P), np.empty(8)
+    hits = np.zeros((K, C), np.int64)
+    for a in range(A):
+        for t in range(T):
+            for c in range(C):
+                if n_truth[a, c] == 0: continue
+                lo, n = bounds[c], bounds[c + 1] - bounds[c]
+                tp, fp, r, p = 0, 0, 0., 0.
+                for k in range(n):                  # the curve's points; an ignored detection repeats the last
+                    o = outcomes[a, t, order[lo + k]]
+                    if o == TP or o == FP:
+                        if o == TP:
+                            tp += 1
+                            r = tp / n_truth[a, c]
+                        else: fp += 1
+                        p = tp / (tp + fp)
+                    rc[k], pr[k] = r, p
+                for k in range(n - 2, -1, -1):          # the envelope: the best precision from here on
+                    if pr[k + 1] > pr[k]: pr[k] = pr[k + 1]
+                j = 0
+                for s in range(P):                      # the first point reaching each recall level
+                    while j < n and rc[j] < points[s]: j += 1
+                    sampled[s] = pr[j] if j < n else 0.
+                # the mean, summed as numpy sums a row: eight running sums added in pairs, then the rest
+                acc[:] = sampled[:8]
+                for s in range(8, P - P % 8, 8):
+                    for u in range(8): acc[u] += sampled[s + u]
+                total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+                for s in range(P - P % 8, P): total += sampled[s]
+                ap[a, c, t] = total / P
+            hits[:] = 0
+            for k in range(N):                          # each cap's true positives
+                if outcomes[a, t, k] == TP:
+                    for m in range(K):
+                        if caps[m, k]: hits[m, ci[k]] += 1
+            for m in range(K):
+                for c in range(C):
+                    if n_truth[a, c] > 0: recall[a, m, c, t] = hits[m, c] / n_truth[a, c]
+    return ap, recall
+
+# %% ../nbs/08a_coco_eval.ipynb #f4f3f947
+_numpy_coco_tables = coco_tables
+
+def coco_tables(outcomes, order, bounds, ci, caps, n_truth) -> tuple:
+    ("`class_ap` and `class_recalls` of every area range and cap: AP (areas, classes, T) and recall (areas, caps, "
+     "classes, T), nan without true objects; in `_tables_kernel` when numba is available, the same to the last bit")
+    if not numba_available(): return _numpy_coco_tables(outcomes, order, bounds, ci, caps, n_truth)
+    return _tables_kernel(np.ascontiguousarray(np.asarray(outcomes, np.int8)), np.asarray(order, np.int64),
+                          np.asarray(bounds, np.int64), np.asarray(ci, np.int64), np.asarray(caps, bool),
+                          np.asarray(n_truth, np.int64).reshape(len(outcomes), -1), RECALL_POINTS)

@@ -11,7 +11,7 @@ from .greedy import FP
 from .matching import match_by_area
 from .ap import COCO_THRESHOLDS, image_order
 from .coco_files import coco_predictions, coco_truth, json_list, load_json
-from .coco_eval import COCO_AREAS, class_ap, class_recalls, count_by_area, rank_by_class
+from .coco_eval import COCO_AREAS, coco_tables, count_by_area, rank_by_class
 
 # %% auto #0
 __all__ = ['NOT_EXHAUSTIVE', 'LVIS_FREQUENCIES', 'LVIS_STATS', 'verified_pairs', 'cap_per_image', 'ignore_not_exhaustive',
@@ -173,15 +173,17 @@ def lvis_summary(gt,           # LVIS ground truth: a dict as in `lvis_v1_val.js
     neg, lax = _category_lists(json_list(gt, "images"), {k: i for i, k in enumerate(images)}, set(classes.tolist()))
     pr = coco_predictions(results, truth)
     bad = np.flatnonzero(~np.isin(pr.cls, classes))
-    if bad.size: raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's")
+    if bad.size:
+        raise ValueError(f"detection {bad[0]}: category_id {pr.cls[bad[0]]} is not one of the ground truth's "
+                         "categories")
     present = {i: set(t.classes.tolist()) for i, t in enumerate(truths)}
     kept = (cap_per_image(pr.image, pr.conf, max_dets) & (pr.range_area > 0)
             & verified_pairs(pr.image, pr.cls, present, neg))
     matched = match_by_area(truths, pr, kept, classes, COCO_THRESHOLDS, False, False, list(COCO_AREAS.values()))
     n_truth, (order, ci, bounds) = count_by_area(truths, classes), rank_by_class(pr, kept, classes)
     outcomes = np.split(ignore_not_exhaustive(np.concatenate([m[0] for m in matched]), pr.image, pr.cls, lax), 4)
-    ap = np.stack([class_ap(o, order, bounds, n) for o, n in zip(outcomes, n_truth)])
-    recall = np.stack([class_recalls(o, ci, kept, n) for o, n in zip(outcomes, n_truth)])
+    ap, recall = coco_tables(outcomes, order, bounds, ci, kept[None], n_truth)     # one cap: the detections kept
+    recall = recall[:, 0]
     names = {c.get("id"): c.get("name", "") for c in gt["categories"]}
     return LVISSummary(_stats(ap, recall, frequency), classes, names, frequency, ap, recall, n_truth,
                        -1 if max_dets is None else int(max_dets))

@@ -221,7 +221,7 @@ def _batch_outcomes(per, pr, rows, rules, batch):
     ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
      "images at once, under the `MatchRules` `rules`, from the pairs of `batch` (`_batch_pairs`)")
     classes, thresholds, strict, ignore_iou, area_range, min_region = rules
-    n, fast = rows.size, numba_available()
+    n = rows.size
     line, pairs, iou, p_first, region = batch
     p, g, crowd = pairs.p, pairs.g, line.crowd[pairs.g]
     counted = ~line.crowd & ~line.small
@@ -231,8 +231,7 @@ def _batch_outcomes(per, pr, rows, rules, batch):
     c = counted[g]
     ok = passes(iou, thresholds, strict) & ~line.small[g]             # (T, pairs); small objects match nothing
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
-    hit, absorbed = (_greedy_kernel(ok, iou, c, crowd, p, g, n, line.img.size) if fast else
-                     _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size))
+    hit, absorbed = _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size)
     prange = pr.range_area[rows]
     area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
@@ -384,29 +383,72 @@ def _pair_overlaps_compiled(pr, rows, offset, line, n_img, overlapping=False):
                                line.obj, line.cls, cells)
     return p, g, inter, np.searchsorted(pr.image[rows], np.arange(n_img))
 
-# %% ../nbs/07_matching.ipynb #32a36e5b
+# %% ../nbs/07_matching.ipynb #cf611164
 @kernel
-def _greedy_kernel(ok, iou, counted, crowd, p, g, n, n_obj):
-    ("`_greedy_batch` as COCOeval's loop over the pairs (sorted by prediction in rank order, then object): each "
-     "prediction's best free counted object, else its best ignored one")
-    T, K = ok.shape
-    hit, absorbed = np.full((T, n), -1, np.int64), np.zeros((T, n), np.bool_)
-    for ti in range(T):
-        used = np.zeros(n_obj, np.bool_)
-        k0 = 0
-        while k0 < K:
-            k1 = k0
-            while k1 < K and p[k1] == p[k0]: k1 += 1
-            for stage in range(2):  # 0: counted objects; 1: ignored ones (crowd regions stay free)
-                m, best = -1, 0.0
-                for k in range(k0, k1):
-                    if not ok[ti, k] or counted[k] != (stage == 0) or (used[g[k]] and not crowd[k]): continue
-                    if m >= 0 and iou[k] < best: continue       # equal IoU: the later object
-                    m, best = k, iou[k]
-                if m >= 0:
-                    if stage == 0: hit[ti, p[m]] = m
-                    else: absorbed[ti, p[m]] = True
-                    used[g[m]] = True
-                    break
-            k0 = k1
-    return hit, absorbed
+def _outcomes_kernel(ok,        # (pairs, T) the pair passes at each threshold (sorted by prediction, then object)
+                     iou, p, g, # (pairs,) IoU, prediction (position in `rows`), object of each pair
+                     g_local,   # (pairs,) the pair's object as its position in its image's truth
+                     crowd,     # (pairs,) the pair's object is a crowd region
+                     counted,   # (ranges, pairs) the pair's object counts in each area range
+                     area_out,  # (ranges, n) the prediction is outside each area range
+                     region_ok, # (T, n) the prediction's ignore-region overlap passes each threshold
+                     rows, N, n_obj):
+    ("`_batch_outcomes` of every area range as COCOeval's loop over the pairs: at each threshold, each prediction in "
+     "rank order takes its best free counted object (on equal IoU the later one), else its best ignored one; "
+     "outcome, object taken and IoU written at the prediction's row `rows[q]` of (ranges, T, N) arrays")
+    R, (K, T), n = counted.shape[0], ok.shape, rows.size
+    outcome = np.full((R, T, N), CAPPED, np.int8)
+    taken, best_iou = np.full((R, T, N), -1, np.int64), np.zeros((R, T, N))
+    first = np.zeros(n + 1, np.int64)                       # each prediction's first pair
+    for k in range(K): first[p[k] + 1] += 1
+    for q in range(n): first[q + 1] += first[q]
+    used = np.empty((n_obj, T), np.bool_)
+    for a in range(R):
+        c = counted[a]
+        used[:] = False
+        for q in range(n):
+            k0, k1, j = first[q], first[q + 1], rows[q]
+            best = 0.
+            for k in range(k0, k1):
+                if c[k] and iou[k] > best: best = iou[k]
+            for t in range(T):
+                m, top, counts = -1, 0., True
+                for k in range(k0, k1):                     # its best free counted object
+                    if ok[k, t] and c[k] and not used[g[k], t] and (m < 0 or iou[k] >= top): m, top = k, iou[k]
+                if m < 0:
+                    counts = False
+                    for k in range(k0, k1):                 # else its best ignored one (a crowd region stays free)
+                        if ok[k, t] and not c[k] and (crowd[k] or not used[g[k], t]) and (m < 0 or iou[k] >= top):
+                            m, top = k, iou[k]
+                if m >= 0: used[g[m], t] = True
+                if m >= 0 and counts:
+                    outcome[a, t, j], taken[a, t, j], best_iou[a, t, j] = TP, g_local[m], iou[m]
+                    continue
+                best_iou[a, t, j] = best
+                if m >= 0: outcome[a, t, j] = IGNORED_CROWD
+                elif area_out[a, q]: outcome[a, t, j] = IGNORED_AREA
+                elif region_ok[t, q]: outcome[a, t, j] = IGNORED_REGION
+                else: outcome[a, t, j] = FP
+    return outcome, taken, best_iou
+
+# %% ../nbs/07_matching.ipynb #79f7cd90
+_numpy_by_area = _by_area
+
+def _by_area(truths, pr, rows, rules, batch, area_ranges):
+    ("`_by_area` with `_outcomes_kernel`: every area range in one call (numpy's steps when a threshold of 0 lets an "
+     "IoU of 0 match)")
+    if not numba_available() or not area_ranges or (not rules.strict and (np.asarray(rules.thresholds) <= 0).any()):
+        return _numpy_by_area(truths, pr, rows, rules, batch, area_ranges)
+    line, pairs, iou, _, region = batch
+    g, counted = pairs.g, ~line.crowd & ~line.small
+    g_range, p_range = concat_arrays([t.range_areas for t in truths], float), pr.range_area[rows]
+    in_range = [counted if r is None else counted & (g_range >= r[0]) & (g_range <= r[1]) for r in area_ranges]
+    out = [np.zeros(rows.size, bool) if r is None else (p_range < r[0]) | (p_range > r[1]) for r in area_ranges]
+    ok = passes(iou, rules.thresholds, rules.strict) & ~line.small[g]  # small objects match nothing
+    g_local = np.arange(line.img.size) - line.first[line.img]
+    outcome, taken, best = _outcomes_kernel(
+        np.ascontiguousarray(ok.T), iou, pairs.p, g, g_local[g], line.crowd[g], np.stack(in_range)[:, g],
+        np.stack(out), passes(region, rules.thresholds, rules.strict), rows, len(pr), line.img.size)
+    full = np.zeros(len(pr))
+    full[rows] = region
+    return [(outcome[a], taken[a], best[a], full.copy()) for a in range(len(area_ranges))]
