@@ -15,7 +15,8 @@ from .surface import assd, hausdorff, hd95, surface_dice, surface_explorer
 from .instances import iou_matrix, overlap_counts
 from .instance_labels import label_to_runs
 from .predictions import image_truth
-from .ap import average_precision, pr_explorer
+from .ap import average_precision
+from .ap_plots import pr_explorer
 from .coco_eval import coco_average_precision
 from .phantom import ct_phantom
 from .ct import read_dicom_series

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from .runs import concat_arrays, first_not_whole, merge_touching_runs, runs_to_mask
+from .runs import concat_arrays, first_not_whole, merge_touching_runs
 from .instance_labels import label_objects
 from .predictions import ImageTruth, Predictions, cap_detections, image_truth, read_predictions
 from .greedy import FP, OUTCOMES, TP, safe_ratio
@@ -15,7 +15,7 @@ from .matching import match_images
 # %% auto #0
 __all__ = ['THRESHOLDS', 'COCO_THRESHOLDS', 'RECALL_POINTS', 'CITYSCAPES_MIN_REGION_SIZE', 'SCENE_CLASSES', 'SCENE_BACKGROUND',
            'SCENE_IGNORE', 'PRCurve', 'coco_samples', 'APResult', 'image_order', 'average_precision', 'synthetic_scene',
-           'plot_pr', 'pr_explorer', 'label_truth']
+           'label_truth']
 
 # %% ../nbs/08_ap.ipynb #bd30887b
 THRESHOLDS = np.arange(10, 20) / 20                 # 0.50, 0.55, ..., 0.95, each the float nearest its decimal
@@ -399,111 +399,6 @@ def synthetic_scene(shape=(2710, 3384), # frame (height, width); a WAD 2018 fram
     preds = [preds[i] for i in rng.permutation(len(preds))[:n_pred]]
     out = [(c, max(s, 0.01), _ellipse_runs(*e, shape)) for c, s, e in preds]
     return labels, [p for p in out if p[2][0].size]
-
-# %% ../nbs/08_ap.ipynb #1bc87dec
-def _spread_labels(xy,     # (x, y) wanted for each label, in data units
-                   dx, dy, # the size of a label's box, in data units
-                   height, # labels stay within 0..height - 1 vertically
-                  ) -> list:
-    "Label positions near `xy`, each moved up or down by whole steps `dy` until it overlaps no label placed before it"
-    placed = []
-    for x, y in xy:
-        tries = [y + k * dy for j in range(25) for k in ((j,) if j == 0 else (j, -j)) if 0 <= y + k * dy <= height - 1]
-        free = (v for v in tries if all(abs(x - a) >= dx or abs(v - b) >= dy for a, b in placed))
-        placed.append((x, next(free, y)))
-    return placed
-
-# %% ../nbs/08_ap.ipynb #af7f4789
-_COLOURS = {"TP": "tab:green", "FP": "tab:red"}
-
-def plot_pr(result,         # APResult of `average_precision`
-            truth,          # the truth it was computed from ({image: ImageTruth})
-            predictions,    # the prediction records it was computed from
-            cls,            # class to show
-            threshold=0.5,  # IoU threshold to show
-            image=None,     # image to draw (default: the first)
-            fig=None,       # matplotlib figure to draw into (default: a new one)
-            ):
-    "Matches of one class on one image, and the class's precision-recall curve, envelope and 101 sampled points"
-    import matplotlib.pyplot as plt
-    image = next(iter(truth)) if image is None else image
-    t = truth[image]
-    fig = fig or plt.figure(figsize=(11, 4.2))
-    fig.clear()
-    ax, bx = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.4, 1]))
-    ax.imshow(np.zeros(t.shape), cmap="gray_r", vmin=0, vmax=4)
-    if t.ignore_area: ax.contourf(runs_to_mask(*t.ignore, t.shape), levels=[0.5, 1.5], colors="none", hatches=["////"])
-    for r, c in zip(t.runs, t.classes):
-        if c == cls: ax.contour(runs_to_mask(*r, t.shape), levels=[0.5], colors="black", linewidths=1.5)
-    labels = []                                                  # (centre, text, colour) of each prediction's rank
-    for row in result.table(image, threshold, cls):
-        rec = predictions[row["prediction"]]
-        obj = rec[3] if isinstance(rec, (tuple, list)) else rec.get("runs", rec.get("mask"))
-        m = obj if isinstance(obj, np.ndarray) else runs_to_mask(*obj, t.shape)
-        colour = _COLOURS.get(row["outcome"], "0.5")
-        ax.contour(m, levels=[0.5], colors=colour, linewidths=1.2,
-                   linestyles="solid" if row["outcome"] != "FP" else "dashed")
-        labels.append((np.argwhere(m).mean(0)[::-1] if m.any() else (0, 0),
-                       str(row["rank"]) if row["rank"] >= 0 else "cap", colour))
-    name = result.names.get(int(cls), "")
-    ax.set_title(f"image {image}: class {cls} {name}, t = {threshold:.2f}\n"
-                 "black: truth, green: TP, red: FP (dashed), grey: removed; numbers: ranks", fontsize=9)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    cv = result.curve(cls, threshold)
-    if cv.recall.size:
-        bx.plot(cv.recall, cv.precision, "o", color="tab:blue", ms=4, label="raw curve (one point per prediction)")
-        bx.step(cv.recall, cv.envelope, where="post", color="tab:orange", label="envelope")
-    bx.plot(RECALL_POINTS, cv.sampled, ".", color="tab:purple", ms=3, label="101 sampled values")
-    bx.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.05), xlabel="recall", ylabel="precision")
-    ap = "no true objects" if np.isnan(cv.ap) else f"AP = {cv.ap:.3f}"
-    bx.set_title(f"class {cls}, t = {threshold:.2f}: {ap} ({cv.n_truth} true objects, {result.options['mode']})",
-                 fontsize=9)
-    bx.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    box = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())   # the image's size in inches, laid out
-    per_inch = max(t.shape[1] / box.width, t.shape[0] / box.height)            # pixels of the image per inch
-    places = _spread_labels([xy for xy, _, _ in labels], 0.22 * per_inch, 0.16 * per_inch, t.shape[0])
-    for (x, y), (_, text, colour) in zip(places, labels):
-        ax.text(x, y, text, color=colour, fontsize=8, ha="center", va="center",
-                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
-    return fig
-
-# %% ../nbs/08_ap.ipynb #d9bc7d2a
-def pr_explorer(seed=32,  # seed of the synthetic scene (on its cars the first step of the slider already changes AP)
-                shape=(180, 240),    # its size
-                n_truth=14, n_pred=24,
-                **kwargs,            # options of `average_precision` (mode, compare, ...)
-                ):
-    "Widget: pick a class and a threshold, see the matches on a synthetic frame and the precision-recall curve"
-    import ipywidgets as W
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-    labels, preds = synthetic_scene(shape, n_truth, n_pred, seed)
-    truth = {"scene": label_truth(labels, SCENE_BACKGROUND, SCENE_IGNORE)}
-    records = [("scene", c, s, r) for c, s, r in preds]
-    result = average_precision(truth, records, classes=SCENE_CLASSES, **kwargs)
-    shown = [c for c, n in zip(result.classes.tolist(), result.n_truth.tolist()) if n] or result.classes.tolist()
-    style = {"description_width": "initial"}                   # the labels take their own width, never cut
-    cls = W.Dropdown(options=[(f"{c} {SCENE_CLASSES.get(c, '')}", c) for c in shown], description="class", style=style,
-                     layout=W.Layout(width="210px"))
-    thr = W.SelectionSlider(options=[(f"{t:.2f}", float(t)) for t in result.thresholds], description="IoU t",
-                            style=style, layout=W.Layout(width="330px"))
-    info, out = W.HTML(layout=W.Layout(margin="0 0 0 16px")), W.Output()
-    def draw(*_):
-        ap = result.curve(cls.value, thr.value).ap
-        info.value = (f"<b>mean AP {result.ap:.3f}</b> · class {cls.value} at t = {thr.value:.2f}: "
-                      + ("no true objects" if np.isnan(ap) else f"AP {ap:.3f}"))
-        with out:
-            out.clear_output(wait=True)
-            fig = plot_pr(result, truth, records, cls.value, thr.value)
-            display(fig)
-            plt.close(fig)
-    cls.observe(draw, "value")
-    thr.observe(draw, "value")
-    draw()
-    controls = W.HBox([cls, thr, info], layout=W.Layout(flex_flow="row wrap", align_items="center"))   # wraps, not cut
-    return W.VBox([controls, out])
 
 # %% ../nbs/08_ap.ipynb #a176ab22
 def label_truth(label,        # instance label image: 2-D integers (uint16 from a PNG), objects `class_id * 1000 + k`
