@@ -21,7 +21,9 @@ from .submissions import COMPETITIONS, get_competition, read_solution, score, va
 from .demo import DEMO_COMPETITIONS, DemoFolderExists, run_demo
 from .serve import SERVE_ARGUMENTS, SERVE_COMMANDS, SERVE_HELP
 from .teaching import write_student_edition
+from .coco_files import load_json
 from .coco_eval import coco_summary
+from .tide import tide_summary
 from .subcommands import CLIError, arg, main, one_line, reading, say, subcommand
 _all_ = ["main"]   # the program, from its home chapter
 
@@ -414,14 +416,21 @@ def _coco_file_of(message, args):
             arg("results", metavar="RESULTS.json", help="the results: a list of detections"),
             arg("--iou-type", default="segm", choices=["segm", "bbox", "boundary"],
                 help="segm: masks; bbox: boxes; boundary: Boundary AP"),
-            arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"))
+            arg("--json", action="store_true", help="print one JSON object: the numbers by name (AP, ..., ARl)"),
+            arg("--tide", action="store_true", help="add TIDE's error breakdown (segm or bbox): each error's dAP"))
 def _coco_eval(args):
-    try: summary = coco_summary(args.gt, args.results, iou_type=args.iou_type)
+    if args.tide and args.iou_type == "boundary":
+        raise CLIError("--tide breaks down the AP of masks or boxes: use --iou-type segm or bbox")
+    try:
+        gt, results = load_json(args.gt, "ground truth"), load_json(args.results, "results")    # each file read once
+        summary = coco_summary(gt, results, iou_type=args.iou_type)
+        tide = tide_summary(gt, results, iou_type=args.iou_type) if args.tide else None
     except ValueError as e:
         text = one_line(e)
         if text.startswith((str(args.gt), str(args.results))): raise CLIError(text) from None
         raise CLIError(f"{_coco_file_of(text, args)}: {text}") from None
-    print(json.dumps(summary.as_dict()) if args.json else summary)
+    if args.json: print(json.dumps(summary.as_dict() | ({"tide": tide.as_dict()} if tide else {})))
+    else: print(summary if tide is None else f"{summary}\n\nTIDE's error breakdown\n{tide}")
     return 0
 
 # %% ../nbs/17_cli.ipynb #c7148e59

@@ -212,6 +212,14 @@ class TIDEResult:
         "The mean of `ap_by_threshold`: TIDE's AP over 0.50:0.95"
         return float(sum(self.ap_by_threshold) / len(self.ap_by_threshold))
 
+    def as_dict(self) -> dict:
+        "The numbers by name, as fractions, in plain Python types (for JSON): AP, each threshold's, errors, counts"
+        by_threshold = dict(zip(map(str, TIDE_THRESHOLDS), map(float, self.ap_by_threshold)))
+        return {"ap": self.ap, "ap_by_threshold": by_threshold,
+                "errors": {k: float(v) for k, v in self.errors.items()},
+                "special": {k: float(v) for k, v in self.special.items()},
+                "counts": {k: int(v) for k, v in self.counts.items()}}
+
     def __repr__(self):
         kind = "mask" if self.iou_type == "segm" else "bbox"
         return "\n".join([f"{kind} AP @ [50-95]: {100 * self.ap:.2f}",
