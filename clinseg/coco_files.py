@@ -161,9 +161,14 @@ def _columns(anns, by):
 
 # %% ../nbs/08_coco_files.ipynb #c0730e3f
 def _annotation_ids(anns):
-    ("The annotations' ids (0, 1, ... when they have none); a duplicate named, and an id 0: COCOeval marks a true "
-     "object's match by the object's id, 0 meaning none, so it would count the matches of object 0 as false positives")
-    if not all(map(methodcaller("__contains__", "id"), anns)): return np.arange(len(anns))
+    ("The annotations' ids (0, 1, ... when none has one); one without an id among others named, a duplicate named, "
+     "and an id 0: COCOeval marks a true object's match by the object's id, 0 meaning none, so it would count the "
+     "matches of object 0 as false positives")
+    has = list(map(methodcaller("__contains__", "id"), anns))
+    if not any(has): return np.arange(len(anns))
+    if not all(has):
+        k = has.index(False)
+        raise ValueError(f"annotation {k}: no 'id' field, where the other annotations have one")
     ids = _numbers(anns, "id", "annotation", True)
     zero = np.flatnonzero(ids == 0)
     if zero.size:
