@@ -217,6 +217,14 @@ def _batch_pairs(per, pr, rows, rules):
 
 
 # %% ../nbs/07_matching.ipynb #330a33ec
+def _area_masks(per, pr, rows, line, area_ranges):
+    ("For each area range (None: all), the true objects that count (not crowd regions, not small objects, their area "
+     "in the range) and the predictions of `rows` outside it")
+    counted, p_range = ~line.crowd & ~line.small, pr.range_area[rows]
+    if any(r is not None for r in area_ranges): g_range = concat_arrays([t.range_areas for t in per], float)
+    return ([counted if r is None else counted & (g_range >= r[0]) & (g_range <= r[1]) for r in area_ranges],
+            [np.zeros(rows.size, bool) if r is None else (p_range < r[0]) | (p_range > r[1]) for r in area_ranges])
+
 def _batch_outcomes(per, pr, rows, rules, batch):
     ("Outcome, object taken and IoU of every prediction in `rows` (sorted by image, then rank) at every threshold, all "
      "images at once, under the `MatchRules` `rules`, from the pairs of `batch` (`_batch_pairs`)")
@@ -224,16 +232,11 @@ def _batch_outcomes(per, pr, rows, rules, batch):
     n = rows.size
     line, pairs, iou, p_first, region = batch
     p, g, crowd = pairs.p, pairs.g, line.crowd[pairs.g]
-    counted = ~line.crowd & ~line.small
-    if area_range is not None:
-        g_range = concat_arrays([t.range_areas for t in per], float)
-        counted &= (g_range >= area_range[0]) & (g_range <= area_range[1])
+    (counted,), (area_out,) = _area_masks(per, pr, rows, line, [area_range])
     c = counted[g]
     ok = passes(iou, thresholds, strict) & ~line.small[g]             # (T, pairs); small objects match nothing
     step = np.arange(n) - p_first[pr.image[rows]]                       # each prediction's rank inside its image
     hit, absorbed = _greedy_batch(ok, iou, c, crowd, p, g, step, line.img.size)
-    prange = pr.range_area[rows]
-    area_out = np.zeros(n, bool) if area_range is None else (prange < area_range[0]) | (prange > area_range[1])
     outcome = np.where(hit >= 0, TP, np.where(absorbed, IGNORED_CROWD, np.where(area_out[None], IGNORED_AREA,
                        np.where(passes(region, thresholds, strict), IGNORED_REGION, FP)))).astype(np.int8)
     g_local = np.arange(line.img.size) - line.first[line.img]           # each object's position in its image's list
@@ -440,10 +443,7 @@ def _by_area(truths, pr, rows, rules, batch, area_ranges):
     if not numba_available() or not area_ranges or (not rules.strict and (np.asarray(rules.thresholds) <= 0).any()):
         return _numpy_by_area(truths, pr, rows, rules, batch, area_ranges)
     line, pairs, iou, _, region = batch
-    g, counted = pairs.g, ~line.crowd & ~line.small
-    g_range, p_range = concat_arrays([t.range_areas for t in truths], float), pr.range_area[rows]
-    in_range = [counted if r is None else counted & (g_range >= r[0]) & (g_range <= r[1]) for r in area_ranges]
-    out = [np.zeros(rows.size, bool) if r is None else (p_range < r[0]) | (p_range > r[1]) for r in area_ranges]
+    g, (in_range, out) = pairs.g, _area_masks(truths, pr, rows, line, area_ranges)
     ok = passes(iou, rules.thresholds, rules.strict) & ~line.small[g]  # small objects match nothing
     g_local = np.arange(line.img.size) - line.first[line.img]
     outcome, taken, best = _outcomes_kernel(
